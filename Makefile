@@ -1,0 +1,49 @@
+# Brain — the two commands are `make run` and `make test`; the rest are for developers/CI.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench clean-var
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+
+# Reinstall only when the pinned requirements change.
+$(STAMP): requirements.txt requirements-nodeps.txt constraints.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m brain.launcher run
+
+test: $(STAMP)
+	$(PY) -m brain.launcher up
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy .
+
+migrations-check: $(STAMP)
+	$(PY) manage.py makemigrations --check --dry-run
+
+check: lint migrations-check test
+
+services-up: $(STAMP)
+	$(PY) -m brain.launcher up
+
+services-down: $(STAMP)
+	$(PY) -m brain.launcher down
+
+services-status: $(STAMP)
+	$(PY) -m brain.launcher status
+
+bench: $(STAMP)
+	$(PY) bench/embeddings.py

@@ -1,0 +1,1 @@
+"""Questions answered from the corpus with grounded citations; Slack commands."""

@@ -1,0 +1,81 @@
+"""Error responses that never leak.
+
+JSON endpoints answer ``{"error": {"code", "message", "request_id"}}``; HTML pages get a
+plain template. Neither ever carries a stack, SQL, a file path or an internal id.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from brain.request_context import get_request_id
+
+logger = logging.getLogger(__name__)
+
+# Paths whose clients are programs: they always get JSON errors.
+JSON_PREFIXES = ("/api/", "/healthz", "/oauth/", "/.well-known/")
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """The one error shape of every JSON endpoint."""
+    return {"error": {"code": code, "message": message, "request_id": get_request_id()}}
+
+
+def json_error(code: str, message: str, status: int) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status)
+
+
+def wants_json(request: HttpRequest) -> bool:
+    if request.path.startswith(JSON_PREFIXES):
+        return True
+    accept = request.META.get("HTTP_ACCEPT", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def _respond(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
+    if wants_json(request):
+        return json_error(code, message, status)
+    return render(
+        request,
+        "error.html",
+        {"status": status, "message": message, "request_id": get_request_id()},
+        status=status,
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _respond(request, 400, "bad_request", "The request could not be understood.")
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _respond(request, 403, "forbidden", "You may not do this.")
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return _respond(request, 404, "not_found", "Not found.")
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return _respond(request, 500, "internal_error", "Something went wrong on our side. Quote the request id.")
+
+
+def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF errors in the project's shape; unexpected ones fall through to ``server_error``."""
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    code = getattr(exc, "default_code", "error")
+    detail = getattr(exc, "detail", None)
+    message = detail if isinstance(detail, str) else "The request was not accepted."
+    if isinstance(detail, dict | list):
+        # Field validation: name the fields, keep DRF's messages (they contain no internals).
+        response.data = {**error_body(str(code), message), "fields": detail}
+    else:
+        response.data = error_body(str(code), str(message))
+    return response

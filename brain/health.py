@@ -1,0 +1,62 @@
+"""``GET /healthz``: is the database, pgvector and the broker reachable?"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+import brain
+
+logger = logging.getLogger(__name__)
+
+
+def _check_database() -> tuple[bool, str | None]:
+    """(database reachable, pgvector version or None)."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+    except DatabaseError:
+        logger.warning("healthz: database unreachable", exc_info=True)
+        return False, None
+    return True, (row[0] if row else None)
+
+
+def _check_broker() -> bool:
+    try:
+        client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        logger.warning("healthz: broker unreachable")
+        return False
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """200 with each component's state when all are up; 503 naming what is down."""
+    database_ok, pgvector = _check_database()
+    broker_ok = _check_broker()
+    body: dict[str, Any] = {
+        "ok": database_ok and pgvector is not None and broker_ok,
+        "database": "ok" if database_ok else "down",
+        "pgvector": pgvector or ("missing" if database_ok else "unknown"),
+        "broker": "ok" if broker_ok else "down",
+        "version": brain.__version__,
+    }
+    if not body["ok"]:
+        down = [name for name in ("database", "broker") if body[name] == "down"]
+        if database_ok and pgvector is None:
+            down.append("pgvector")
+        body["down"] = down
+    return JsonResponse(body, status=200 if body["ok"] else 503)

@@ -1,0 +1,37 @@
+"""Request-scoped middleware: the request id."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponseBase
+
+from brain.request_context import accept_or_new, current_request_id
+
+logger = logging.getLogger("brain.request")
+
+
+class RequestIdMiddleware:
+    """Give every request an id, put it in the logs, and return it as ``x-request-id``.
+
+    It sits first in ``MIDDLEWARE`` so that every response passes through it, including
+    Django's own 400 for a disallowed host and the 500 of an unhandled exception. It must
+    not call ``request.get_host()``: that raises for a disallowed host.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        request_id = accept_or_new(request.META.get("HTTP_X_REQUEST_ID"))
+        request.request_id = request_id  # type: ignore[attr-defined]
+        token = current_request_id.set(request_id)
+        try:
+            response = self.get_response(request)
+            response["x-request-id"] = request_id
+            if response.status_code >= 500:
+                logger.error("%s %s -> %s", request.method, request.path, response.status_code)
+            return response
+        finally:
+            current_request_id.reset(token)

@@ -1,0 +1,267 @@
+"""Brain settings: one module, every value from the environment (see .env.example).
+
+A missing or malformed variable stops the process at start with a message naming it.
+When ``DATABASE_URL`` / ``REDIS_URL`` are unset, the embedded servers are started (or
+reused) by ``brain.launcher``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import dj_database_url
+
+from brain import launcher
+from brain.env import (
+    ConfigurationError,
+    env_bool,
+    env_choice,
+    env_int,
+    env_secret,
+    env_str,
+    env_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = launcher.var_dir()
+
+DEBUG = env_bool("BRAIN_DEBUG", False)
+
+# Embedded mode: no external database configured, so this is one machine's brain.
+EMBEDDED = env_str("DATABASE_URL") is None
+
+_secret_key = env_secret("BRAIN_SECRET_KEY")
+if _secret_key is None:
+    if not EMBEDDED:
+        raise ConfigurationError("BRAIN_SECRET_KEY is required when DATABASE_URL is set")
+    # One machine, no key configured: a random key generated once and kept under var/
+    # (mode 0600), so sessions survive restarts. There is no key written in the code.
+    _key_file = VAR_DIR / "secret-key"
+    if not _key_file.exists():
+        import secrets as _secrets
+
+        _key_file.parent.mkdir(parents=True, exist_ok=True)
+        _key_file.touch(mode=0o600)
+        _key_file.write_text(_secrets.token_urlsafe(50))
+    _secret_key = _key_file.read_text().strip()
+elif len(_secret_key) < 32:
+    raise ConfigurationError("BRAIN_SECRET_KEY must be at least 32 characters")
+SECRET_KEY = _secret_key
+
+BRAIN_PORT = env_int("BRAIN_PORT", 8000, minimum=1, maximum=65535)
+BRAIN_BASE_URL = (env_url("BRAIN_BASE_URL", schemes=("http", "https")) or f"http://127.0.0.1:{BRAIN_PORT}").rstrip("/")
+_base = urlsplit(BRAIN_BASE_URL)
+if _base.path not in ("", "/") or _base.query or _base.fragment:
+    raise ConfigurationError("BRAIN_BASE_URL must be an origin (scheme://host[:port]) with no path")
+
+_extra_hosts = [h.strip() for h in (env_str("BRAIN_ALLOWED_HOSTS") or "").split(",") if h.strip()]
+ALLOWED_HOSTS = sorted({_base.hostname or "localhost", "127.0.0.1", "localhost", *_extra_hosts})
+CSRF_TRUSTED_ORIGINS = [BRAIN_BASE_URL]
+if _base.scheme == "https":
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "oauth2_provider",
+    "brain",
+    "grants",
+    "corpus",
+    "builds",
+    "mcp_api",
+    "answers",
+    "memory",
+]
+
+MIDDLEWARE = [
+    # First: every response, including Django's own 400 for a disallowed host, gets an id.
+    "brain.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "brain.urls"
+WSGI_APPLICATION = "brain.wsgi.application"
+ASGI_APPLICATION = "brain.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --------------------------------------------------------------------------- database
+
+_database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "pgsql"))
+_redis_url = env_url("REDIS_URL", schemes=("redis", "rediss"))
+if _database_url is None or _redis_url is None:
+    launcher.configure_environment()
+    _database_url = os.environ["DATABASE_URL"]
+    _redis_url = os.environ["REDIS_URL"]
+
+DATABASES: dict[str, dict[str, Any]] = {
+    "default": dj_database_url.parse(
+        _database_url,
+        conn_max_age=env_int("BRAIN_DB_CONN_MAX_AGE", 60, minimum=0),
+        conn_health_checks=True,
+    )
+}
+DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --------------------------------------------------------------------------- redis, cache, celery
+
+REDIS_URL = _redis_url
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "brain",
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+    }
+}
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("BRAIN_TASK_SOFT_TIME_LIMIT", 300, minimum=1)
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {}
+
+# --------------------------------------------------------------------------- auth, sessions
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# --------------------------------------------------------------------------- i18n, static, storage
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+MEDIA_ROOT = Path(env_str("BRAIN_MEDIA_ROOT") or str(VAR_DIR / "media"))
+
+_s3_bucket = env_str("BRAIN_S3_BUCKET")
+if _s3_bucket:
+    _default_storage: dict[str, Any] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": _s3_bucket,
+            "endpoint_url": env_url("BRAIN_S3_ENDPOINT_URL", schemes=("http", "https")),
+            "region_name": env_str("BRAIN_S3_REGION"),
+            "access_key": env_secret("BRAIN_S3_ACCESS_KEY_ID"),
+            "secret_key": env_secret("BRAIN_S3_SECRET_ACCESS_KEY"),
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    _default_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": MEDIA_ROOT}}
+STORAGES = {
+    "default": _default_storage,
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# --------------------------------------------------------------------------- embeddings, LLM
+
+BRAIN_EMBEDDINGS = {
+    "PROVIDER": env_choice("BRAIN_EMBEDDINGS_PROVIDER", ("local", "openai"), "local"),
+    "URL": env_url("BRAIN_EMBEDDINGS_URL", schemes=("http", "https")),
+    "API_KEY": env_secret("BRAIN_EMBEDDINGS_API_KEY"),
+    "MODEL": env_str("BRAIN_EMBEDDINGS_MODEL"),
+    "BATCH_SIZE": env_int("BRAIN_EMBEDDINGS_BATCH_SIZE", 32, minimum=1, maximum=512),
+    "THREADS": env_int("BRAIN_EMBEDDINGS_THREADS", 2, minimum=1, maximum=64),
+    "TIMEOUT": env_int("BRAIN_EMBEDDINGS_TIMEOUT", 30, minimum=1),
+}
+if BRAIN_EMBEDDINGS["PROVIDER"] == "openai" and not (BRAIN_EMBEDDINGS["URL"] and BRAIN_EMBEDDINGS["MODEL"]):
+    raise ConfigurationError(
+        "BRAIN_EMBEDDINGS_URL and BRAIN_EMBEDDINGS_MODEL are required when BRAIN_EMBEDDINGS_PROVIDER=openai"
+    )
+
+LLM = {
+    "BASE_URL": env_url("LLM_BASE_URL", schemes=("http", "https")),
+    "API_KEY": env_secret("LLM_API_KEY"),
+    "MODEL": env_str("LLM_MODEL"),
+    "TIMEOUT": env_int("LLM_TIMEOUT", 60, minimum=1),
+}
+if bool(LLM["BASE_URL"]) != bool(LLM["MODEL"]):
+    raise ConfigurationError("LLM_BASE_URL and LLM_MODEL must be set together")
+
+BRAIN_DEMO_PASSWORD = env_secret("BRAIN_DEMO_PASSWORD")
+
+# --------------------------------------------------------------------------- logging
+
+LOG_LEVEL = env_choice("BRAIN_LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"), "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "brain.logging.RequestIdFilter"}},
+    "formatters": {"json": {"()": "brain.logging.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        # Our own 4xx/5xx responses are logged by brain.middleware with the request id.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "django.security.DisallowedHost": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+    },
+}
+
+REST_FRAMEWORK = {
+    "EXCEPTION_HANDLER": "brain.errors.drf_exception_handler",
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}

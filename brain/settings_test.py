@@ -1,0 +1,15 @@
+"""Test settings: the real settings with test-speed overrides only."""
+
+from __future__ import annotations
+
+from brain.settings import *  # noqa: F403
+from brain.settings import ALLOWED_HOSTS, CACHES
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests share the embedded Redis with `make run`; keep their cache keys apart.
+CACHES["default"]["KEY_PREFIX"] = "brain-test"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]

@@ -1,0 +1,1 @@
+"""Build branches of draft revisions, their credentials, review and promotion."""

@@ -1,0 +1,1 @@
+"""Members, groups, service accounts, grants and the access predicate; the audit log."""

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class GrantsConfig(AppConfig):
+    """Members, groups, service accounts, grants and the access predicate; the audit log."""
+
+    name = "grants"
+    verbose_name = "Grants"

@@ -1,0 +1,1 @@
+"""The MCP endpoint: one JSON-RPC dispatcher over one tool catalogue."""

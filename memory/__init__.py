@@ -1,0 +1,1 @@
+"""Private personal memories and the shared team layer; prompt capsules."""
