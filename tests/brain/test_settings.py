@@ -42,7 +42,7 @@ def test_malformed_variable_is_named_at_start(name: str, value: str) -> None:
 
 
 def test_secret_key_required_with_external_database() -> None:
-    environment = {k: v for k, v in os.environ.items() if k not in {"BRAIN_SECRET_KEY"}}
+    environment = {k: v for k, v in os.environ.items() if k not in {"BRAIN_SECRET_KEY", "BRAIN_EMBEDDED_SERVICES"}}
     environment.update({"DATABASE_URL": "postgresql://u@127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"})
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
