@@ -50,7 +50,8 @@ class Embedder(Protocol):
 def _normalise(vectors: FloatMatrix) -> FloatMatrix:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (vectors / norms).astype(np.float32)
+    normalised: FloatMatrix = (vectors / norms).astype(np.float32)
+    return normalised
 
 
 class LocalEmbedder:

