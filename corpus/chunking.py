@@ -1,0 +1,90 @@
+"""Splitting a page body into content-addressed chunks along its heading structure.
+
+A chunk is the text under one heading (its heading path is the chain of headings above
+it). Sections longer than ``max_chars`` are split at paragraph boundaries. A chunk's id
+is sha256(heading path + body), so identical prose under identical headings is the same
+chunk everywhere and its embedding is computed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from markdown_it import MarkdownIt
+
+MAX_CHARS = 1200
+HEADING_SEPARATOR = " > "
+_parser = MarkdownIt("commonmark")
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """One chunk before it is stored."""
+
+    heading_path: str
+    body: str
+
+    @property
+    def id(self) -> str:
+        return chunk_id(self.heading_path, self.body)
+
+    @property
+    def embedding_input(self) -> str:
+        """What the model sees: the headings give a short section its context."""
+        return f"{self.heading_path}\n\n{self.body}" if self.heading_path else self.body
+
+
+def chunk_id(heading_path: str, body: str) -> str:
+    return hashlib.sha256(f"{heading_path}\x1f{body}".encode()).hexdigest()
+
+
+def _split_long(text: str, max_chars: int) -> list[str]:
+    """Split at blank lines into pieces of at most ``max_chars`` (a longer paragraph stays whole)."""
+    if len(text) <= max_chars:
+        return [text]
+    pieces: list[str] = []
+    current = ""
+    for paragraph in (p.strip() for p in text.split("\n\n")):
+        if not paragraph:
+            continue
+        if current and len(current) + 2 + len(paragraph) > max_chars:
+            pieces.append(current)
+            current = paragraph
+        else:
+            current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def chunk_markdown(body: str, *, max_chars: int = MAX_CHARS) -> list[ChunkText]:
+    """Chunks of ``body`` in document order; empty sections produce none."""
+    lines = body.splitlines()
+    tokens = _parser.parse(body)
+    headings: list[tuple[int, int, int, str]] = []  # (first line, line after, level, text)
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map is not None:
+            inline = tokens[index + 1]
+            headings.append((token.map[0], token.map[1], int(token.tag[1]), inline.content.strip()))
+
+    sections: list[tuple[list[str], int, int]] = []  # (heading chain, first body line, end line)
+    chain: list[tuple[int, str]] = []
+    previous_start = 0
+    previous_chain: list[str] = []
+    for first_line, after_line, level, text in headings:
+        sections.append((previous_chain, previous_start, first_line))
+        chain = [(lvl, t) for lvl, t in chain if lvl < level] + [(level, text)]
+        previous_chain = [t for _, t in chain]
+        previous_start = after_line
+    sections.append((previous_chain, previous_start, len(lines)))
+
+    chunks: list[ChunkText] = []
+    for chain_texts, start, end in sections:
+        text = "\n".join(lines[start:end]).strip()
+        if not text:
+            continue
+        heading_path = HEADING_SEPARATOR.join(chain_texts)
+        for piece in _split_long(text, max_chars):
+            chunks.append(ChunkText(heading_path=heading_path, body=piece))
+    return chunks

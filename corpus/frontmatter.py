@@ -1,0 +1,223 @@
+"""Parsing and validating a page: YAML frontmatter + Markdown body.
+
+``parse_page(path, markdown)`` returns a ``PageDocument`` or raises ``PageInvalid`` with
+every problem found (not just the first), each naming the field and the rule. Checks
+that need the database (the owner is a member, sources exist) are in
+``check_references``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import frontmatter
+import yaml
+
+from corpus.paths import PathError, validate_category, validate_page_path
+from grants.models import Sensitivity
+from grants.principals import Principal
+
+REQUIRED = ("type", "owner", "status", "change_policy", "as_of")
+OPTIONAL = ("title", "category", "sensitivity", "sources", "related")
+STATUSES = ("draft", "review", "approved", "deprecated")
+CHANGE_POLICIES = ("gate", "owner")
+_TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_CAPTURE_REF = re.compile(r"^capture:(.+)$")
+_SOURCE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*$")
+MAX_SOURCE_ID = 200
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a page is invalid: the field (or ``path``/``body``) and the rule broken."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class PageInvalid(ValueError):
+    """A page failed validation; ``problems`` lists every rule it breaks."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(problem) for problem in problems))
+
+
+@dataclass
+class PageDocument:
+    """A validated page, ready to become a revision."""
+
+    path: str
+    frontmatter: dict[str, Any]
+    body: str
+    title: str
+    type: str
+    owner: str
+    status: str
+    change_policy: str
+    as_of: dt.date
+    category: str | None
+    sensitivity: int
+    sources: list[str] = field(default_factory=list)
+    related: list[str] = field(default_factory=list)
+
+
+def _as_date(value: Any) -> dt.date | None:
+    if isinstance(value, dt.datetime):
+        return None
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _title_from(body: str, path: str) -> str:
+    for line in body.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+    return stem.replace("-", " ").replace("_", " ").strip().capitalize() or path
+
+
+def validate_source_id(source_id: object) -> str:
+    """A capture id such as ``gdrive/2026-01-15-northwind-msa``: canonical segments, ≤ 200 chars."""
+    if not isinstance(source_id, str) or len(source_id) > MAX_SOURCE_ID or not _SOURCE_ID.match(source_id):
+        raise ValueError("a capture id is lower-case a-z, 0-9, '.', '-', '_' segments joined by '/' (≤ 200 chars)")
+    if any(segment in {".", ".."} for segment in source_id.split("/")):
+        raise ValueError("a capture id must not contain '.' or '..' segments")
+    return source_id
+
+
+def parse_page(path: str, markdown: str) -> PageDocument:
+    """Parse and validate everything that needs no database. Raises ``PageInvalid``."""
+    problems: list[Problem] = []
+    try:
+        validate_page_path(path)
+    except PathError as exc:
+        problems.append(Problem("path", f"{exc.message} (rule: {exc.rule})"))
+    if "\x00" in markdown:
+        raise PageInvalid([*problems, Problem("body", "content contains a NUL character")])
+    try:
+        post = frontmatter.loads(markdown)
+    except (yaml.YAMLError, ValueError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise PageInvalid([*problems, Problem("frontmatter", f"is not valid YAML{where}")]) from None
+    meta: dict[str, Any] = dict(post.metadata)
+    if not meta:
+        problems.append(Problem("frontmatter", "is missing: a page starts with a '---' YAML block"))
+    for key in sorted(set(meta) - set(REQUIRED) - set(OPTIONAL)):
+        problems.append(Problem(str(key), "is not a known frontmatter key"))
+    for key in REQUIRED:
+        if meta.get(key) in (None, ""):
+            problems.append(Problem(key, "is required"))
+
+    page_type = meta.get("type")
+    if page_type not in (None, "") and (not isinstance(page_type, str) or not _TYPE.match(page_type)):
+        problems.append(Problem("type", "must be a lower-case word (a-z, 0-9, '-', '_'; ≤ 32 chars)"))
+    owner = meta.get("owner")
+    if owner not in (None, "") and not isinstance(owner, str):
+        problems.append(Problem("owner", "must be a member's username"))
+    status = meta.get("status")
+    if status not in (None, "") and status not in STATUSES:
+        problems.append(Problem("status", f"must be one of {', '.join(STATUSES)}"))
+    policy = meta.get("change_policy")
+    if policy not in (None, "") and policy not in CHANGE_POLICIES:
+        problems.append(Problem("change_policy", "must be 'gate' (anyone with approve) or 'owner' (only the owner)"))
+    as_of = _as_date(meta.get("as_of"))
+    if meta.get("as_of") not in (None, "") and as_of is None:
+        problems.append(Problem("as_of", "must be an ISO date (YYYY-MM-DD)"))
+
+    category = meta.get("category")
+    if category is not None:
+        try:
+            validate_category(category)
+        except PathError as exc:
+            problems.append(Problem("category", exc.message))
+    sensitivity_name = meta.get("sensitivity", "ordinary")
+    try:
+        sensitivity = int(Sensitivity.from_name(str(sensitivity_name)))
+    except ValueError:
+        problems.append(Problem("sensitivity", "must be one of ordinary, restricted, secret"))
+        sensitivity = int(Sensitivity.ORDINARY)
+
+    sources: list[str] = []
+    raw_sources = meta.get("sources", [])
+    if not isinstance(raw_sources, list):
+        problems.append(Problem("sources", "must be a list of 'capture:<id>' references"))
+        raw_sources = []
+    for ref in raw_sources:
+        match = _CAPTURE_REF.match(ref) if isinstance(ref, str) else None
+        if match is None:
+            problems.append(Problem("sources", f"entry {ref!s:.60} is not a 'capture:<id>' reference"))
+            continue
+        try:
+            sources.append(validate_source_id(match.group(1)))
+        except ValueError as exc:
+            problems.append(Problem("sources", str(exc)))
+
+    related: list[str] = []
+    raw_related = meta.get("related", [])
+    if not isinstance(raw_related, list):
+        problems.append(Problem("related", "must be a list of page paths"))
+        raw_related = []
+    for target in raw_related:
+        try:
+            related.append(validate_page_path(target))
+        except PathError as exc:
+            problems.append(Problem("related", f"{str(target)[:60]!r}: {exc.message}"))
+
+    title = meta.get("title")
+    if title is not None and (not isinstance(title, str) or not title.strip() or len(title) > 200):
+        problems.append(Problem("title", "must be a non-empty string of at most 200 characters"))
+    if not post.content.strip():
+        problems.append(Problem("body", "is empty"))
+    if problems:
+        raise PageInvalid(problems)
+
+    normalised = {key: meta[key] for key in (*REQUIRED, *OPTIONAL) if key in meta}
+    normalised["as_of"] = as_of.isoformat() if as_of else None
+    return PageDocument(
+        path=path,
+        frontmatter=normalised,
+        body=post.content,
+        title=(title or _title_from(post.content, path)).strip(),
+        type=str(page_type),
+        owner=str(owner),
+        status=str(status),
+        change_policy=str(policy),
+        as_of=as_of or dt.date.today(),
+        category=category,
+        sensitivity=sensitivity,
+        sources=sources,
+        related=related,
+    )
+
+
+def check_references(document: PageDocument, *, principal: Principal | None) -> list[Problem]:
+    """Database checks: the owner is an active member; every cited capture exists.
+
+    A capture ``principal`` may not read is reported exactly like a missing one.
+    """
+    from corpus.models import Source
+    from grants.models import Member
+
+    problems: list[Problem] = []
+    if not Member.objects.filter(user__username=document.owner, is_active=True).exists():
+        problems.append(Problem("owner", f"{document.owner!r} is not an active member"))
+    visible = Source.objects.visible_to(principal, "read").filter(key__in=document.sources)
+    known = set(visible.values_list("key", flat=True))
+    for source_id in document.sources:
+        if source_id not in known:
+            problems.append(Problem("sources", f"capture:{source_id} does not exist"))
+    return problems

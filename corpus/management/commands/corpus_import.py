@@ -1,0 +1,77 @@
+"""``python manage.py corpus_import DIR --requester U --approver V``.
+
+Imports every ``*.md`` file under DIR (its path relative to DIR is the page path) as one
+change authored by U and approved by V. All or nothing: if any file is invalid, nothing
+is imported, every failing file and rule is reported, and the exit code is non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from brain.embeddings import EmbeddingError
+from corpus.services import ImportInvalid, corpus_import
+from grants.models import Member
+
+
+class Command(BaseCommand):
+    help = "Import a tree of Markdown pages as one approved change (all or nothing)."
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("directory", type=Path)
+        parser.add_argument("--requester", required=True, help="username of the member proposing the change")
+        parser.add_argument("--approver", required=True, help="username of the member approving it")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        root: Path = options["directory"]
+        if not root.is_dir():
+            raise CommandError(f"{root} is not a directory")
+        requester = self._member(options["requester"])
+        approver = self._member(options["approver"])
+        files: list[tuple[str, str]] = []
+        unreadable: list[str] = []
+        for file in sorted(root.rglob("*.md")):
+            relative = file.relative_to(root).as_posix()
+            try:
+                files.append((relative, file.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError):
+                unreadable.append(relative)
+        if unreadable:
+            raise CommandError("not readable as UTF-8 text: " + ", ".join(unreadable) + "; nothing was imported")
+        if not files:
+            raise CommandError(f"no .md files under {root}")
+        self.stdout.write(f"validating {len(files)} page(s)…")
+        started = time.monotonic()
+        try:
+            result = corpus_import(requester=requester, approver=approver, files=files)
+        except ImportInvalid as invalid:
+            for report in invalid.reports:
+                self.stderr.write(f"{report.path}:")
+                for problem in report.problems:
+                    self.stderr.write(f"  - {problem}")
+            raise CommandError(
+                f"{len(invalid.reports)} of {len(files)} file(s) invalid; nothing was imported"
+            ) from None
+        except EmbeddingError as exc:
+            raise CommandError(f"embedding failed, nothing was imported: {exc}") from None
+        elapsed = time.monotonic() - started
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"imported in {elapsed:.1f}s: {result.created} created, {result.updated} updated, "
+                f"{result.unchanged} unchanged; chunks {result.chunks.total} "
+                f"({result.chunks.new} new, {result.chunks.reused} reused, {result.chunks.embedded} embedded); "
+                f"approved by {approver.username}"
+            )
+        )
+
+    @staticmethod
+    def _member(username: str) -> Member:
+        member = Member.objects.select_related("user").filter(user__username=username, is_active=True).first()
+        if member is None:
+            raise CommandError(f"{username!r} is not an active member")
+        return member

@@ -1,0 +1,175 @@
+"""Named reads of the corpus, always under the caller's grants.
+
+Every selector starts from ``visible_to(principal, ...)``: what the caller may not see is
+indistinguishable from what does not exist (``DoesNotExist`` either way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db.models import QuerySet
+
+from corpus.models import Figure, Page, PageLink, Revision, Source
+from grants.principals import Principal
+
+
+def page_find(
+    *,
+    principal: Principal | None,
+    prefix: str | None = None,
+    words: str | None = None,
+    type: str | None = None,
+    category: str | None = None,
+    limit: int = 50,
+) -> QuerySet[Page]:
+    """Live pages visible to ``principal``, filtered by path prefix, title words, type, category."""
+    pages = Page.objects.visible_to(principal, "read").select_related("owner__user")
+    if prefix:
+        pages = pages.filter(path__startswith=prefix)
+    if type:
+        pages = pages.filter(type=type)
+    if category:
+        pages = pages.filter(category=category)
+    for word in (words or "").split():
+        pages = pages.filter(title__icontains=word)
+    return pages.order_by("path")[: max(1, min(limit, 200))]
+
+
+def page_get_visible(*, principal: Principal | None, path: str, permission: str = "read") -> Page:
+    """The live page at ``path`` if ``principal`` holds ``permission``; else ``Page.DoesNotExist``."""
+    return (
+        Page.objects.visible_to(principal, permission).select_related("current_revision", "owner__user").get(path=path)
+    )
+
+
+@dataclass(frozen=True)
+class PageView:
+    """A page as read: its live revision's frontmatter and body."""
+
+    path: str
+    title: str
+    type: str
+    owner: str
+    status: str
+    change_policy: str
+    category: str | None
+    sensitivity: str
+    as_of: str
+    sources: list[str]
+    related: list[str]
+    body: str
+    revision_sha256: str
+    promoted_by: str | None
+    promoted_at: str | None
+
+
+def page_read(*, principal: Principal | None, path: str) -> PageView:
+    """Read the live page at ``path``; ``Page.DoesNotExist`` if missing or not visible."""
+    page = page_get_visible(principal=principal, path=path)
+    revision: Revision = page.current_revision  # type: ignore[assignment]
+    promoted_by = None
+    if revision.promoted_by_id is not None:
+        promoted_by = revision.promoted_by.username  # type: ignore[union-attr]
+    meta = revision.frontmatter
+    return PageView(
+        path=page.path,
+        title=page.title,
+        type=page.type,
+        owner=page.owner.username,
+        status=page.status,
+        change_policy=page.change_policy,
+        category=page.category,
+        sensitivity=page.get_sensitivity_display(),
+        as_of=page.as_of.isoformat(),
+        sources=[str(ref).removeprefix("capture:") for ref in meta.get("sources", [])],
+        related=list(meta.get("related", [])),
+        body=revision.body,
+        revision_sha256=revision.sha256,
+        promoted_by=promoted_by,
+        promoted_at=revision.promoted_at.isoformat() if revision.promoted_at else None,
+    )
+
+
+def page_relationships(*, principal: Principal | None, path: str) -> dict[str, list[dict[str, Any]]]:
+    """Links out of and into a visible page, listing only pages the caller can see.
+
+    Returns ``{"links_to": [...], "linked_from": [...], "related": [...]}`` of
+    ``{"path", "title"}``. A link to a hidden or missing page is omitted, not hinted at.
+    """
+    page = page_get_visible(principal=principal, path=path)
+    visible = Page.objects.visible_to(principal, "read")
+    outgoing = list(PageLink.objects.filter(from_page=page).values_list("to_path", "kind"))
+    targets = {p.path: p.title for p in visible.filter(path__in=[target for target, _ in outgoing])}
+    incoming = visible.filter(links_out__to_path=page.path).exclude(pk=page.pk).distinct().order_by("path")
+    return {
+        "links_to": [
+            {"path": target, "title": targets[target]}
+            for target, kind in outgoing
+            if kind == PageLink.Kind.LINK and target in targets
+        ],
+        "related": [
+            {"path": target, "title": targets[target]}
+            for target, kind in outgoing
+            if kind == PageLink.Kind.RELATED and target in targets
+        ],
+        "linked_from": [{"path": p.path, "title": p.title} for p in incoming],
+    }
+
+
+def figure_current(*, principal: Principal | None, key: str) -> Figure:
+    """The current value of figure ``key`` among records the caller can see."""
+    return (
+        Figure.objects.visible_to(principal, "read")
+        .select_related("page", "source")
+        .filter(key=key)
+        .order_by("-as_of", "-created_at", "-id")[:1]
+        .get()
+    )
+
+
+def figure_history(*, principal: Principal | None, key: str, limit: int = 50) -> QuerySet[Figure]:
+    return (
+        Figure.objects.visible_to(principal, "read")
+        .select_related("page", "source")
+        .filter(key=key)
+        .order_by("-as_of", "-created_at", "-id")[:limit]
+    )
+
+
+def source_list_visible(
+    *,
+    principal: Principal | None,
+    prefix: str | None = None,
+    kind: str | None = None,
+    tag: str | None = None,
+    limit: int = 50,
+) -> QuerySet[Source]:
+    """Captures visible to ``principal``, newest first."""
+    sources = Source.objects.visible_to(principal, "read")
+    if prefix:
+        sources = sources.filter(key__startswith=prefix)
+    if kind:
+        sources = sources.filter(kind=kind)
+    if tag:
+        sources = sources.filter(tags__contains=[tag.strip().lower()])
+    return sources.order_by("-captured_at", "key")[: max(1, min(limit, 200))]
+
+
+def source_get_visible(*, principal: Principal | None, key: str) -> Source:
+    """The capture ``key`` if visible; ``Source.DoesNotExist`` otherwise."""
+    return Source.objects.visible_to(principal, "read").get(key=key)
+
+
+def source_search(*, principal: Principal | None, query: str, limit: int = 20) -> QuerySet[Source]:
+    """Full-text search over visible captures' titles and text (the predicate is in the query)."""
+    vector = SearchVector("title", weight="A", config="english") + SearchVector("text", weight="B", config="english")
+    search = SearchQuery(query, search_type="websearch", config="english")
+    return (
+        Source.objects.visible_to(principal, "read")
+        .annotate(rank=SearchRank(vector, search))
+        .filter(rank__gt=0)
+        .order_by("-rank", "key")[: max(1, min(limit, 100))]
+    )

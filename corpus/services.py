@@ -1,0 +1,582 @@
+"""The single governed write path of the corpus.
+
+Every change to pages, revisions, chunks, sources and figures goes through a function
+here, whichever door it came in by (web, MCP, Celery, management command, admin). The
+guards live on this path and nowhere else:
+
+- canonical-path validator and frontmatter validation (``corpus.frontmatter``);
+- NUL check and secret scanner (``corpus.scanner``) — a refusal names category and
+  line, is audited by category only, and never echoes the value;
+- the permission check against the actor's grants (read from the database each time);
+- an audit event per change.
+
+Nothing reaches the live corpus without a person: ``revision_create`` writes a draft;
+only ``revision_promote`` by a member holding ``approve`` (and, under the ``owner`` change
+policy, being the owner) moves ``Page.current_revision``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from brain import embeddings
+from corpus.chunking import ChunkText, chunk_markdown
+from corpus.frontmatter import PageDocument, PageInvalid, Problem, check_references, parse_page, validate_source_id
+from corpus.models import Chunk, Figure, Page, PageLink, Revision, RevisionChunk, Source
+from corpus.paths import PathError, validate_category, validate_page_path
+from corpus.scanner import NulRefused, SecretRefused, require_clean
+from grants.audit import audit_record
+from grants.models import Member, Permission, Sensitivity
+from grants.predicates import effective_permission
+from grants.principals import Principal, SystemPrincipal
+
+logger = logging.getLogger(__name__)
+
+MAX_TAGS = 64
+MAX_TAG_LENGTH = 128
+_MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+@dataclass
+class ChunkStats:
+    """What attaching chunks to a revision cost."""
+
+    total: int = 0
+    new: int = 0
+    reused: int = 0
+    embedded: int = 0
+
+
+@dataclass
+class ImportFileReport:
+    """The problems of one file in an import (empty when the file is fine)."""
+
+    path: str
+    problems: list[Problem] = field(default_factory=list)
+
+
+class ImportInvalid(ValueError):
+    """An import was refused as a whole; ``reports`` lists every failing file and rule."""
+
+    def __init__(self, reports: list[ImportFileReport]) -> None:
+        self.reports = reports
+        super().__init__(f"{len(reports)} file(s) failed validation; nothing was imported")
+
+
+@dataclass
+class ImportResult:
+    """What an import did."""
+
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks: ChunkStats = field(default_factory=ChunkStats)
+
+
+# --------------------------------------------------------------------------- guards
+
+
+def _refuse_secrets(*, actor: Principal | None, text: str, where: str, target: str) -> None:
+    """NUL and secret check; a refusal is audited (category only) and re-raised."""
+    try:
+        require_clean(text, where)
+    except SecretRefused as refusal:
+        # The audit row and the log line name categories and lines, never the value.
+        audit_record(
+            actor=actor,
+            action="content.refused",
+            target_type=where,
+            target=target,
+            metadata={"categories": refusal.categories, "lines": sorted({f.line for f in refusal.findings})},
+        )
+        logger.warning("content refused: %s in %s (categories: %s)", where, target, ",".join(refusal.categories))
+        raise
+
+
+def _holds(
+    actor: Principal | None, permission: Permission, *, path: str, category: str | None, sensitivity: int
+) -> bool:
+    held = effective_permission(actor, path=path, category=category, sensitivity=sensitivity)
+    return held is not None and held >= permission
+
+
+def _may_write(actor: Principal | None, document: PageDocument, existing: Page | None, level: Permission) -> bool:
+    """``level`` on the page as it will be and, if it is live, as it is now.
+
+    Checking both stops a write from moving a page out of reach (raising sensitivity,
+    changing category) or into a scope the actor holds but the page's current scope does not.
+    """
+    if not _holds(actor, level, path=document.path, category=document.category, sensitivity=document.sensitivity):
+        return False
+    if existing is not None:
+        return _holds(actor, level, path=existing.path, category=existing.category, sensitivity=existing.sensitivity)
+    return True
+
+
+def _approver_ok(actor: Principal | None, document: PageDocument, existing: Page | None) -> bool:
+    """Approve on both states, and the owner rule when the change policy is ``owner``."""
+    if not _may_write(actor, document, existing, Permission.APPROVE):
+        return False
+    if isinstance(actor, SystemPrincipal):
+        return True
+    owner_rule = (existing is not None and existing.change_policy == "owner") or document.change_policy == "owner"
+    if owner_rule:
+        owner = existing.owner.username if existing is not None else document.owner
+        return isinstance(actor, Member) and actor.username == owner
+    return True
+
+
+def _markdown_sha(markdown: str) -> str:
+    return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
+
+
+def _document_from_revision(revision: Revision) -> PageDocument:
+    meta = revision.frontmatter
+    return PageDocument(
+        path=revision.path,
+        frontmatter=meta,
+        body=revision.body,
+        title=str(meta.get("title") or _first_heading(revision.body) or revision.path),
+        type=str(meta["type"]),
+        owner=str(meta["owner"]),
+        status=str(meta["status"]),
+        change_policy=str(meta["change_policy"]),
+        as_of=dt.date.fromisoformat(str(meta["as_of"])),
+        category=meta.get("category"),
+        sensitivity=int(Sensitivity.from_name(str(meta.get("sensitivity", "ordinary")))),
+        sources=[str(ref).removeprefix("capture:") for ref in meta.get("sources", [])],
+        related=list(meta.get("related", [])),
+    )
+
+
+def _first_heading(body: str) -> str | None:
+    for line in body.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return None
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def page_validate(*, actor: Principal | None, path: str, markdown: str) -> PageDocument:
+    """Validate a page without writing it: path, frontmatter, references, NUL, secrets.
+
+    Raises ``PageInvalid`` (every problem listed) or ``SecretRefused``/``NulRefused``.
+    """
+    document = parse_page(path, markdown)
+    problems = check_references(document, principal=actor)
+    if problems:
+        raise PageInvalid(problems)
+    _refuse_secrets(actor=actor, text=markdown, where="page", target=path)
+    return document
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def _attach_chunks(revision: Revision, chunks: list[ChunkText]) -> ChunkStats:
+    """Link ``chunks`` to ``revision``, embedding only chunks not stored yet.
+
+    Runs inside the caller's transaction: if the embedder fails, nothing of the revision
+    is written. Concurrent writers of the same chunk are harmless (same id, same text).
+    """
+    stats = ChunkStats(total=len(chunks))
+    unique: dict[str, ChunkText] = {chunk.id: chunk for chunk in chunks}
+    existing = set(Chunk.objects.filter(id__in=list(unique)).values_list("id", flat=True))
+    missing = [chunk for chunk_id, chunk in unique.items() if chunk_id not in existing]
+    stats.new = len(missing)
+    stats.reused = len(unique) - len(missing)
+    if missing:
+        vectors = embeddings.embed([chunk.embedding_input for chunk in missing])
+        model_id = embeddings.model_id()
+        stats.embedded = len(missing)
+        Chunk.objects.bulk_create(
+            [
+                Chunk(
+                    id=chunk.id,
+                    heading_path=chunk.heading_path,
+                    body=chunk.body,
+                    embedding=vector,
+                    embedding_model=model_id,
+                )
+                for chunk, vector in zip(missing, vectors, strict=True)
+            ],
+            ignore_conflicts=True,
+        )
+    RevisionChunk.objects.bulk_create(
+        [RevisionChunk(revision=revision, chunk_id=chunk.id, ordinal=index) for index, chunk in enumerate(chunks)]
+    )
+    return stats
+
+
+# --------------------------------------------------------------------------- revisions
+
+
+def revision_create(
+    *, actor: Principal, path: str, markdown: str, document: PageDocument | None = None
+) -> tuple[Revision, ChunkStats]:
+    """Write a draft revision of the page at ``path`` (not live until promoted).
+
+    Checks: the page validates; ``actor`` holds at least ``suggest`` on the page as it
+    will be and as it is now. Chunks and their embeddings are written in the same
+    transaction; an embedding failure leaves nothing behind (``EmbeddingError``).
+    Raises ``PageInvalid``, ``SecretRefused``, ``NulRefused``, ``PermissionDenied``.
+    """
+    document = document or page_validate(actor=actor, path=path, markdown=markdown)
+    existing = Page.objects.filter(path=path).first()
+    if not _may_write(actor, document, existing, Permission.SUGGEST):
+        # The same refusal whether or not a page exists at the path.
+        raise PermissionDenied(f"you hold no suggest permission on {path}")
+    with transaction.atomic():
+        revision = Revision.objects.create(
+            page=existing,
+            path=path,
+            frontmatter=document.frontmatter,
+            body=document.body,
+            sha256=_markdown_sha(markdown),
+            author=actor if isinstance(actor, Member) else None,
+        )
+        stats = _attach_chunks(revision, chunk_markdown(document.body))
+        audit_record(
+            actor=actor,
+            action="revision.create",
+            target_type="page",
+            target=path,
+            metadata={"revision": revision.pk, "chunks": stats.total, "embedded": stats.embedded},
+        )
+    return revision, stats
+
+
+def _links_of(page_path: str, body: str) -> set[str]:
+    """Canonical page paths linked from ``body`` (relative links resolved; URLs ignored)."""
+    targets: set[str] = set()
+    directory = posixpath.dirname(page_path)
+    for match in _MARKDOWN_LINK.finditer(body):
+        href = match.group(1).split("#", 1)[0]
+        if not href or "://" in href or href.startswith(("mailto:", "#")):
+            continue
+        resolved = href.lstrip("/") if href.startswith("/") else posixpath.normpath(posixpath.join(directory, href))
+        try:
+            targets.add(validate_page_path(resolved))
+        except PathError:
+            continue
+    targets.discard(page_path)
+    return targets
+
+
+def _rebuild_links(page: Page, document: PageDocument) -> None:
+    PageLink.objects.filter(from_page=page).delete()
+    rows = [
+        PageLink(from_page=page, to_path=target, kind=PageLink.Kind.LINK)
+        for target in _links_of(page.path, document.body)
+    ]
+    rows += [
+        PageLink(from_page=page, to_path=target, kind=PageLink.Kind.RELATED)
+        for target in set(document.related) - {page.path}
+    ]
+    PageLink.objects.bulk_create(rows)
+
+
+def revision_promote(*, actor: Principal, revision: Revision) -> Page:
+    """Make ``revision`` the live version of its page. The person is recorded.
+
+    ``actor`` must hold ``approve`` on the page as it will be and as it is now, and be
+    the owner when the change policy is ``owner``. Locks the revision (and page) rows;
+    refuses a revision already promoted or one older than the live revision. Rebuilds
+    the page's links. Re-checks visibility after the write and rolls back if the actor
+    would lose approve over what they just approved.
+    """
+    with transaction.atomic():
+        locked = Revision.objects.select_for_update().get(pk=revision.pk)
+        if locked.promoted_at is not None:
+            raise ValidationError("this revision has already been promoted")
+        document = _document_from_revision(locked)
+        existing = Page.objects.select_for_update().filter(path=locked.path).first()
+        if not _approver_ok(actor, document, existing):
+            raise PermissionDenied(f"you may not approve changes to {locked.path}")
+        owner = Member.objects.filter(user__username=document.owner, is_active=True).first()
+        if owner is None:
+            raise PageInvalid([Problem("owner", f"{document.owner!r} is not an active member")])
+        values: dict[str, Any] = {
+            "title": document.title,
+            "type": document.type,
+            "owner": owner,
+            "status": document.status,
+            "change_policy": document.change_policy,
+            "category": document.category,
+            "sensitivity": document.sensitivity,
+            "as_of": document.as_of,
+            "current_revision": locked,
+        }
+        if existing is None:
+            page = Page.objects.create(path=locked.path, **values)
+        else:
+            page = existing
+            for key, value in values.items():
+                setattr(page, key, value)
+            page.save(update_fields=[*values, "updated_at"])
+        locked.page = page
+        locked.promoted_by = actor if isinstance(actor, Member) else None
+        locked.promoted_at = timezone.now()
+        locked.save(update_fields=["page", "promoted_by", "promoted_at"])
+        _rebuild_links(page, document)
+        audit_record(
+            actor=actor,
+            action="page.promote",
+            target_type="page",
+            target=page.path,
+            metadata={"revision": locked.pk, "created": existing is None},
+        )
+        if (
+            not isinstance(actor, SystemPrincipal)
+            and not Page.objects.visible_to(actor, "approve").filter(pk=page.pk).exists()
+        ):
+            raise PermissionDenied(f"you may not approve changes to {locked.path}")
+    return page
+
+
+# --------------------------------------------------------------------------- import
+
+
+def corpus_import(*, requester: Principal, approver: Principal, files: Iterable[tuple[str, str]]) -> ImportResult:
+    """Import ``(path, markdown)`` pairs as one change by ``requester`` approved by ``approver``.
+
+    All or nothing: every file is validated first (path, frontmatter, references,
+    secrets, the requester's ``suggest`` and the approver's ``approve``); if any fails,
+    ``ImportInvalid`` lists every failing file and rule and nothing is written. A file
+    identical to its live revision is left alone, so a re-import computes no embedding.
+    """
+    pending: list[tuple[str, str, PageDocument]] = []
+    reports: list[ImportFileReport] = []
+    seen: set[str] = set()
+    for path, markdown in files:
+        report = ImportFileReport(path=path)
+        if path in seen:
+            report.problems.append(Problem("path", "appears twice in the import"))
+        seen.add(path)
+        try:
+            document = page_validate(actor=requester, path=path, markdown=markdown)
+        except PageInvalid as invalid:
+            report.problems.extend(invalid.problems)
+        except (SecretRefused, NulRefused) as refusal:
+            report.problems.append(Problem("content", str(refusal)))
+        else:
+            existing = Page.objects.filter(path=path).first()
+            if not _may_write(requester, document, existing, Permission.SUGGEST):
+                report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
+            if not _approver_ok(approver, document, existing):
+                report.problems.append(Problem("permission", "the approver may not approve this page"))
+            pending.append((path, markdown, document))
+        if report.problems:
+            reports.append(report)
+    if reports:
+        raise ImportInvalid(reports)
+
+    result = ImportResult()
+    with transaction.atomic():
+        for path, markdown, document in pending:
+            live = Page.objects.filter(path=path).select_related("current_revision").first()
+            if live is not None and live.current_revision and live.current_revision.sha256 == _markdown_sha(markdown):
+                result.unchanged += 1
+                continue
+            revision, stats = revision_create(actor=requester, path=path, markdown=markdown, document=document)
+            revision_promote(actor=approver, revision=revision)
+            result.created += live is None
+            result.updated += live is not None
+            result.chunks.total += stats.total
+            result.chunks.new += stats.new
+            result.chunks.reused += stats.reused
+            result.chunks.embedded += stats.embedded
+        audit_record(
+            actor=approver,
+            action="corpus.import",
+            target_type="corpus",
+            metadata={"created": result.created, "updated": result.updated, "unchanged": result.unchanged},
+        )
+    return result
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _normalise_tags(tags: Iterable[str]) -> list[str]:
+    cleaned: list[str] = []
+    for tag in tags:
+        value = str(tag).strip().lower()
+        if not value:
+            continue
+        if len(value) > MAX_TAG_LENGTH:
+            raise ValidationError({"tags": f"a tag is at most {MAX_TAG_LENGTH} characters"})
+        if value not in cleaned:
+            cleaned.append(value)
+    if len(cleaned) > MAX_TAGS:
+        raise ValidationError({"tags": f"at most {MAX_TAGS} tags"})
+    return cleaned
+
+
+def source_create(
+    *,
+    actor: Principal,
+    key: str,
+    kind: str,
+    title: str,
+    text: str = "",
+    uri: str = "",
+    category: str | None = None,
+    sensitivity: str = "ordinary",
+    captured_at: dt.datetime | None = None,
+    tags: Iterable[str] = (),
+) -> Source:
+    """Record a capture. ``actor`` needs ``suggest`` on ``captures/<key>`` (as it will be).
+
+    Raises ``ValidationError`` (bad key, kind, category, tier, tags or a taken key),
+    ``SecretRefused``/``NulRefused``, ``PermissionDenied``.
+    """
+    errors: dict[str, str] = {}
+    try:
+        validate_source_id(key)
+    except ValueError as exc:
+        errors["key"] = str(exc)
+    if kind not in Source.Kind.values:
+        errors["kind"] = f"kind must be one of {', '.join(Source.Kind.values)}"
+    if category is not None:
+        try:
+            validate_category(category)
+        except PathError as exc:
+            errors["category"] = exc.message
+    try:
+        tier = int(Sensitivity.from_name(sensitivity))
+    except ValueError:
+        errors["sensitivity"] = "sensitivity must be one of ordinary, restricted, secret"
+        tier = int(Sensitivity.ORDINARY)
+    if not title.strip():
+        errors["title"] = "title is required"
+    if errors:
+        raise ValidationError(errors)
+    clean_tags = _normalise_tags(tags)
+    for where, value in (("source title", title), ("source text", text), ("source uri", uri)):
+        _refuse_secrets(actor=actor, text=value, where=where, target=f"capture:{key}")
+    scope_path = f"captures/{key}"
+    if not _holds(actor, Permission.SUGGEST, path=scope_path, category=category, sensitivity=tier):
+        raise PermissionDenied(f"you hold no suggest permission on {scope_path}")
+    with transaction.atomic():
+        if Source.objects.filter(key=key).exists():
+            raise ValidationError({"key": f"capture:{key} already exists"})
+        source = Source.objects.create(
+            key=key,
+            scope_path=scope_path,
+            kind=kind,
+            title=title.strip(),
+            text=text,
+            uri=uri,
+            sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            tags=clean_tags,
+            category=category,
+            sensitivity=tier,
+            captured_at=captured_at or timezone.now(),
+            created_by=actor if isinstance(actor, Member) else None,
+        )
+        audit_record(actor=actor, action="source.create", target_type="source", target=key)
+    return source
+
+
+def source_tag(*, actor: Principal, key: str, add: Iterable[str] = (), remove: Iterable[str] = ()) -> Source:
+    """Add and remove tags on a capture. Needs ``suggest`` on it.
+
+    A capture the actor cannot reach raises ``Source.DoesNotExist`` — exactly as a
+    missing one — even if the actor could read it (read alone does not allow tagging,
+    and that is reported as ``PermissionDenied``).
+    """
+    added = _normalise_tags(add)
+    removed = set(_normalise_tags(remove))
+    for tag in added:
+        _refuse_secrets(actor=actor, text=tag, where="source tag", target=f"capture:{key}")
+    with transaction.atomic():
+        if not Source.objects.visible_to(actor, "read").filter(key=key).exists():
+            raise Source.DoesNotExist(f"capture:{key} not found")
+        try:
+            source = Source.objects.visible_to(actor, "suggest").select_for_update().get(key=key)
+        except Source.DoesNotExist:
+            raise PermissionDenied(f"you hold no suggest permission on capture:{key}") from None
+        tags = [tag for tag in source.tags if tag not in removed]
+        tags += [tag for tag in added if tag not in tags]
+        if len(tags) > MAX_TAGS:
+            raise ValidationError({"tags": f"at most {MAX_TAGS} tags"})
+        if tags != source.tags:
+            source.tags = tags
+            source.save(update_fields=["tags"])
+            audit_record(
+                actor=actor,
+                action="source.tag",
+                target_type="source",
+                target=key,
+                metadata={"added": len(added), "removed": len(removed)},
+            )
+    return source
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def figure_record(
+    *,
+    actor: Principal,
+    page_path: str,
+    key: str,
+    value: str | int | float | Decimal,
+    unit: str = "",
+    as_of: dt.date,
+    source_key: str | None = None,
+) -> Figure:
+    """Record a new value of figure ``key`` on a live page (history is kept).
+
+    Needs ``suggest`` on the page; a page the actor cannot see is ``Page.DoesNotExist``.
+    """
+    errors: dict[str, str] = {}
+    if not re.match(r"^[a-z0-9][a-z0-9._-]{0,127}$", key or ""):
+        errors["key"] = "figure key is 1-128 of a-z, 0-9, '.', '-', '_'"
+    try:
+        number = Decimal(str(value))
+        if not number.is_finite():
+            raise InvalidOperation
+    except (InvalidOperation, ValueError):
+        errors["value"] = "value must be a finite number"
+        number = Decimal(0)
+    if len(unit) > 32:
+        errors["unit"] = "unit is at most 32 characters"
+    if errors:
+        raise ValidationError(errors)
+    _refuse_secrets(actor=actor, text=f"{key} {unit}", where="figure", target=key)
+    with transaction.atomic():
+        page = Page.objects.visible_to(actor, "read").get(path=page_path)
+        if not Page.objects.visible_to(actor, "suggest").filter(pk=page.pk).exists():
+            raise PermissionDenied(f"you hold no suggest permission on {page_path}")
+        source = None
+        if source_key is not None:
+            source = Source.objects.visible_to(actor, "read").get(key=source_key)
+        figure = Figure.objects.create(
+            key=key,
+            value=number,
+            unit=unit,
+            as_of=as_of,
+            page=page,
+            source=source,
+            recorded_by=actor if isinstance(actor, Member) else None,
+        )
+        audit_record(
+            actor=actor, action="figure.record", target_type="figure", target=key, metadata={"page": page_path}
+        )
+    return figure

@@ -1,0 +1,241 @@
+"""Django admin for members, groups, service accounts, grants and the audit log.
+
+Every save goes through ``grants.services`` (the one write path, with its audit entry).
+The admin shows no page or source content: administering is not content access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from grants import services
+from grants.models import AuditEvent, Grant, Group, Member, Permission, ServiceAccount
+from grants.principals import SYSTEM, Principal, principal_for_user
+
+
+def _actor(request: HttpRequest) -> Principal:
+    """The member behind the admin session; a superuser with no member row acts as system."""
+    member = principal_for_user(request.user)
+    if member is not None:
+        return member
+    if getattr(request.user, "is_superuser", False):
+        return SYSTEM
+    raise ValidationError("your account has no active member row")
+
+
+class AdministratorOnly:
+    """Only owners/admins (or superusers) see these pages."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        member = principal_for_user(request.user)
+        return bool(getattr(request.user, "is_superuser", False) or (member and member.is_administrator))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return self.has_module_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+
+class MemberForm(forms.ModelForm):
+    username = forms.CharField(max_length=150, required=False, help_text="Only when adding a member.")
+    email = forms.EmailField(required=False)
+    password = forms.CharField(widget=forms.PasswordInput, required=False, help_text="Only when adding a member.")
+
+    class Meta:
+        model = Member
+        fields = ["role", "is_active", "slack_user_id"]
+
+
+@admin.register(Member)
+class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
+    form = MemberForm
+    list_display = ["username", "role", "is_active", "slack_user_id", "created_at"]
+    list_filter = ["role", "is_active"]
+    search_fields = ["user__username", "user__email"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # deactivate instead: history keeps pointing at the member
+
+    def get_fields(self, request: HttpRequest, obj: Member | None = None) -> list[str]:
+        if obj is None:
+            return ["username", "email", "password", "role", "slack_user_id"]
+        return ["role", "is_active", "slack_user_id"]
+
+    def save_model(self, request: HttpRequest, obj: Member, form: forms.ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        if change:
+            services.member_update(
+                actor=_actor(request),
+                member=obj,
+                role=data["role"],
+                is_active=data["is_active"],
+                slack_user_id=data.get("slack_user_id"),
+            )
+        else:
+            created = services.member_create(
+                actor=_actor(request),
+                username=data["username"],
+                email=data.get("email") or "",
+                role=data["role"],
+                password=data.get("password") or None,
+                slack_user_id=data.get("slack_user_id"),
+            )
+            obj.pk = created.pk
+
+
+class GroupForm(forms.ModelForm):
+    people = forms.ModelMultipleChoiceField(
+        queryset=Member.objects.select_related("user"), required=False, label="Members"
+    )
+
+    class Meta:
+        model = Group
+        fields = ["name", "description"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["people"].initial = list(self.instance.members.all())
+
+
+@admin.register(Group)
+class GroupAdmin(AdministratorOnly, admin.ModelAdmin):
+    form = GroupForm
+    list_display = ["name", "description", "created_at"]
+    search_fields = ["name"]
+    fields = ["name", "description", "people"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return ["name"] if obj else []
+
+    def save_model(self, request: HttpRequest, obj: Group, form: forms.ModelForm, change: bool) -> None:
+        actor = _actor(request)
+        if change:
+            services.group_update(actor=actor, group=obj, description=obj.description)
+        else:
+            obj.pk = services.group_create(actor=actor, name=obj.name, description=obj.description).pk
+        wanted = set(form.cleaned_data.get("people") or [])
+        current = set(obj.members.all())
+        for member in wanted - current:
+            services.group_add_member(actor=actor, group=obj, member=member)
+        for member in current - wanted:
+            services.group_remove_member(actor=actor, group=obj, member=member)
+
+    def save_related(self, request: HttpRequest, form: forms.ModelForm, formsets: Any, change: bool) -> None:
+        """Memberships were saved through the services in ``save_model``."""
+
+
+@admin.register(ServiceAccount)
+class ServiceAccountAdmin(AdministratorOnly, admin.ModelAdmin):
+    list_display = ["name", "is_active", "description", "created_at"]
+    search_fields = ["name"]
+    fields = ["name", "description", "is_active"]
+
+    def save_model(self, request: HttpRequest, obj: ServiceAccount, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            services.service_account_update(
+                actor=_actor(request), account=obj, description=obj.description, is_active=obj.is_active
+            )
+        else:
+            obj.pk = services.service_account_create(
+                actor=_actor(request), name=obj.name, description=obj.description
+            ).pk
+
+
+class GrantForm(forms.ModelForm):
+    """Scope errors are shown on the form, from the same checks the service runs."""
+
+    path = forms.CharField(
+        required=False,
+        strip=False,
+        help_text="Exact page path, or a prefix ending in '/'. Leave empty and set a category instead.",
+    )
+    whole_corpus = forms.BooleanField(required=False, help_text="Scope: the whole corpus (path '').")
+
+    class Meta:
+        model = Grant
+        fields = ["member", "group", "service_account", "path", "category", "permission"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        path = "" if data.get("whole_corpus") else (data.get("path") or None)
+        category = data.get("category") or None
+        try:
+            services.grant_check(
+                member=data.get("member"),
+                group=data.get("group"),
+                service_account=data.get("service_account"),
+                path=path,
+                category=category,
+                permission=data.get("permission"),
+            )
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, messages)
+        data["path"], data["category"] = path, category
+        return data
+
+
+@admin.register(Grant)
+class GrantAdmin(AdministratorOnly, admin.ModelAdmin):
+    form = GrantForm
+    list_display = ["id", "subject_label", "scope_label", "permission", "created_by", "created_at"]
+    list_filter = ["permission"]
+    search_fields = ["path", "category", "member__user__username", "group__name", "service_account__name"]
+    autocomplete_fields = ["member", "group", "service_account"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Grants are issued or revoked, never edited: an edit would hide what was granted.
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Grant, form: forms.ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        grant = services.grant_issue(
+            actor=_actor(request),
+            permission=Permission(data["permission"]),
+            member=data.get("member"),
+            group=data.get("group"),
+            service_account=data.get("service_account"),
+            path=data.get("path"),
+            category=data.get("category"),
+        )
+        obj.pk = grant.pk
+
+    def delete_model(self, request: HttpRequest, obj: Grant) -> None:
+        services.grant_revoke(actor=_actor(request), grant=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Grant]) -> None:
+        for grant in queryset:
+            services.grant_revoke(actor=_actor(request), grant=grant)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
+    """Read-only: the table refuses UPDATE and DELETE anyway."""
+
+    list_display = ["created_at", "actor_label", "action", "target_type", "target", "request_id"]
+    list_filter = ["action", "actor_kind", "target_type"]
+    search_fields = ["actor_label", "action", "target", "request_id"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

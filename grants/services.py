@@ -1,0 +1,274 @@
+"""The only writes to members, groups, service accounts and grants.
+
+Each service runs in a transaction, checks that the actor may administer (owner or
+admin role, or ``SYSTEM``), validates, writes, and appends an audit event. Roles
+administer; they never confer content access.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+
+from corpus.paths import PathError, validate_category, validate_scope_path
+from grants.audit import audit_record
+from grants.models import Grant, Group, GroupMembership, Member, Permission, ServiceAccount
+from grants.principals import Principal, SystemPrincipal
+
+
+def require_administrator(actor: Principal | None) -> None:
+    """Raise ``PermissionDenied`` unless ``actor`` is SYSTEM or an active owner/admin."""
+    if isinstance(actor, SystemPrincipal):
+        return
+    if isinstance(actor, Member) and actor.is_administrator and actor.user.is_active:
+        return
+    raise PermissionDenied("only an owner or admin may administer members and grants")
+
+
+def member_create(
+    *,
+    actor: Principal,
+    username: str,
+    email: str = "",
+    role: str = Member.Role.MEMBER,
+    password: str | None = None,
+    slack_user_id: str | None = None,
+) -> Member:
+    """Create a user and their member row. Raises ``ValidationError`` on a taken name or bad role."""
+    require_administrator(actor)
+    if role not in Member.Role.values:
+        raise ValidationError({"role": f"role must be one of {', '.join(Member.Role.values)}"})
+    User = get_user_model()
+    with transaction.atomic():
+        if User.objects.filter(username=username).exists():
+            raise ValidationError({"username": f"a user named {username!r} already exists"})
+        user: AbstractBaseUser = User(username=username, email=email)
+        user.full_clean(exclude=["password"])
+        if password:
+            user.set_password(password)
+        else:
+            user.set_unusable_password()
+        # Staff status lets owners/admins into the Django admin; it is not content access.
+        user.is_staff = role in (Member.Role.OWNER, Member.Role.ADMIN)  # type: ignore[attr-defined]
+        user.save()
+        member = Member.objects.create(user=user, role=role, slack_user_id=slack_user_id or None)
+        audit_record(
+            actor=actor, action="member.create", target_type="member", target=username, metadata={"role": role}
+        )
+    return member
+
+
+def member_ensure(*, actor: Principal, user: AbstractBaseUser, role: str = Member.Role.MEMBER) -> Member:
+    """The member row of an existing user, created if missing (e.g. a superuser made by createsuperuser)."""
+    require_administrator(actor)
+    with transaction.atomic():
+        member, created = Member.objects.get_or_create(user=user, defaults={"role": role})
+        if created:
+            audit_record(actor=actor, action="member.create", target_type="member", target=member.username)
+    return member
+
+
+def member_update(*, actor: Principal, member: Member, role: str, is_active: bool, slack_user_id: str | None) -> Member:
+    """Change a member's role, active flag or Slack id."""
+    require_administrator(actor)
+    if role not in Member.Role.values:
+        raise ValidationError({"role": f"role must be one of {', '.join(Member.Role.values)}"})
+    with transaction.atomic():
+        locked = Member.objects.select_for_update().get(pk=member.pk)
+        changes = {
+            key: value
+            for key, value in (("role", role), ("is_active", is_active), ("slack_user_id", slack_user_id or None))
+            if getattr(locked, key) != value
+        }
+        for key, value in changes.items():
+            setattr(locked, key, value)
+        if changes:
+            locked.save(update_fields=list(changes))
+            locked.user.is_staff = locked.role in (Member.Role.OWNER, Member.Role.ADMIN)
+            locked.user.save(update_fields=["is_staff"])
+            audit_record(
+                actor=actor,
+                action="member.update",
+                target_type="member",
+                target=locked.username,
+                metadata={"fields": sorted(changes)},
+            )
+    return locked
+
+
+def group_create(*, actor: Principal, name: str, description: str = "") -> Group:
+    require_administrator(actor)
+    try:
+        validate_category(name)
+    except PathError:
+        raise ValidationError({"name": "group name must be 1-64 of a-z, 0-9, '-', '_'"}) from None
+    with transaction.atomic():
+        if Group.objects.filter(name=name).exists():
+            raise ValidationError({"name": f"a group named {name!r} already exists"})
+        group = Group.objects.create(name=name, description=description)
+        audit_record(actor=actor, action="group.create", target_type="group", target=name)
+    return group
+
+
+def group_update(*, actor: Principal, group: Group, description: str) -> Group:
+    """Change a group's description (its name is its identity and does not change)."""
+    require_administrator(actor)
+    with transaction.atomic():
+        locked = Group.objects.select_for_update().get(pk=group.pk)
+        if locked.description != description:
+            locked.description = description
+            locked.save(update_fields=["description"])
+            audit_record(actor=actor, action="group.update", target_type="group", target=locked.name)
+    return locked
+
+
+def group_add_member(*, actor: Principal, group: Group, member: Member) -> None:
+    """Add ``member`` to ``group`` (idempotent)."""
+    require_administrator(actor)
+    with transaction.atomic():
+        _, created = GroupMembership.objects.get_or_create(group=group, member=member)
+        if created:
+            audit_record(
+                actor=actor, action="group.add_member", target_type="group", target=group.name,
+                metadata={"member": member.username},
+            )  # fmt: skip
+
+
+def group_remove_member(*, actor: Principal, group: Group, member: Member) -> None:
+    require_administrator(actor)
+    with transaction.atomic():
+        deleted, _ = GroupMembership.objects.filter(group=group, member=member).delete()
+        if deleted:
+            audit_record(
+                actor=actor, action="group.remove_member", target_type="group", target=group.name,
+                metadata={"member": member.username},
+            )  # fmt: skip
+
+
+def service_account_create(*, actor: Principal, name: str, description: str = "") -> ServiceAccount:
+    require_administrator(actor)
+    try:
+        validate_category(name)
+    except PathError:
+        raise ValidationError({"name": "service account name must be 1-64 of a-z, 0-9, '-', '_'"}) from None
+    with transaction.atomic():
+        if ServiceAccount.objects.filter(name=name).exists():
+            raise ValidationError({"name": f"a service account named {name!r} already exists"})
+        account = ServiceAccount.objects.create(name=name, description=description)
+        audit_record(actor=actor, action="service_account.create", target_type="service_account", target=name)
+    return account
+
+
+def service_account_update(
+    *, actor: Principal, account: ServiceAccount, description: str, is_active: bool
+) -> ServiceAccount:
+    """Change a service account's description or deactivate it (it then reaches nothing)."""
+    require_administrator(actor)
+    with transaction.atomic():
+        locked = ServiceAccount.objects.select_for_update().get(pk=account.pk)
+        changes = {k: v for k, v in (("description", description), ("is_active", is_active)) if getattr(locked, k) != v}
+        for key, value in changes.items():
+            setattr(locked, key, value)
+        if changes:
+            locked.save(update_fields=list(changes))
+            audit_record(
+                actor=actor,
+                action="service_account.update",
+                target_type="service_account",
+                target=locked.name,
+                metadata={"fields": sorted(changes)},
+            )
+    return locked
+
+
+def grant_issue(
+    *,
+    actor: Principal,
+    permission: str | int,
+    member: Member | None = None,
+    group: Group | None = None,
+    service_account: ServiceAccount | None = None,
+    path: str | None = None,
+    category: str | None = None,
+) -> Grant:
+    """Issue one grant. Exactly one subject and exactly one scope, or ``ValidationError``.
+
+    The path scope is validated by the same canonical-path rules as pages (rejected, not
+    repaired); the database CHECK constraints are the last line behind this.
+    """
+    require_administrator(actor)
+    level = grant_check(
+        member=member, group=group, service_account=service_account, path=path, category=category, permission=permission
+    )
+    with transaction.atomic():
+        try:
+            grant = Grant.objects.create(
+                member=member,
+                group=group,
+                service_account=service_account,
+                path=path,
+                category=category,
+                permission=level,
+                created_by=actor if isinstance(actor, Member) else None,
+            )
+        except IntegrityError:
+            raise ValidationError({"scope": "the grant breaks the grant grammar"}) from None
+        audit_record(
+            actor=actor,
+            action="grant.issue",
+            target_type="grant",
+            target=str(grant.pk),
+            metadata={"subject": grant.subject_label, "scope": grant.scope_label, "permission": level.label},
+        )
+    return grant
+
+
+def grant_check(
+    *,
+    member: Member | None,
+    group: Group | None,
+    service_account: ServiceAccount | None,
+    path: str | None,
+    category: str | None,
+    permission: str | int | None,
+) -> Permission:
+    """Validate a grant's parts; return its permission or raise ``ValidationError`` naming each problem."""
+    errors: dict[str, str] = {}
+    if sum(subject is not None for subject in (member, group, service_account)) != 1:
+        errors["subject"] = "a grant names exactly one subject: a member, a group or a service account"
+    if (path is None) == (category is None):
+        errors["scope"] = "a grant has exactly one scope: a path (exact or prefix ending in '/') or a category"
+    elif path is not None:
+        try:
+            validate_scope_path(path)
+        except PathError as exc:
+            errors["path"] = f"{exc.message} (rule: {exc.rule})"
+    elif category is not None:
+        try:
+            validate_category(category)
+        except PathError as exc:
+            errors["category"] = exc.message
+    level = Permission.READ
+    try:
+        level = Permission.from_name(permission) if isinstance(permission, str) else Permission(permission)
+    except ValueError:
+        errors["permission"] = "permission must be one of read, suggest, approve"
+    if errors:
+        raise ValidationError(errors)
+    return level
+
+
+def grant_revoke(*, actor: Principal, grant: Grant) -> None:
+    """Delete a grant; it stops counting on the next request (grants are never cached)."""
+    require_administrator(actor)
+    with transaction.atomic():
+        metadata = {
+            "subject": grant.subject_label,
+            "scope": grant.scope_label,
+            "permission": grant.get_permission_display(),
+        }
+        grant_id = grant.pk
+        Grant.objects.filter(pk=grant_id).delete()
+        audit_record(actor=actor, action="grant.revoke", target_type="grant", target=str(grant_id), metadata=metadata)

@@ -1,0 +1,91 @@
+"""Shared test fixtures: the personas and small builders that go through the services."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.test import TestCase
+
+from corpus.models import Page, Source
+from corpus.services import revision_create, revision_promote, source_create
+from grants.models import Grant, Member
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+
+DISCOUNT_POLICY = "topics/pricing/discount-policy.md"
+
+
+def page_markdown(
+    *,
+    owner: str = "alice",
+    title: str = "A page",
+    body: str | None = None,
+    category: str | None = None,
+    sensitivity: str = "ordinary",
+    change_policy: str = "gate",
+    sources: list[str] | None = None,
+    related: list[str] | None = None,
+    as_of: str = "2026-09-02",
+) -> str:
+    lines = [
+        "---",
+        "type: topic",
+        f"owner: {owner}",
+        "status: approved",
+        f"change_policy: {change_policy}",
+        f"as_of: {as_of}",
+        f"title: {title}",
+        f"sensitivity: {sensitivity}",
+    ]
+    if category:
+        lines.append(f"category: {category}")
+    if sources:
+        lines.append("sources:")
+        lines += [f"  - capture:{source}" for source in sources]
+    if related:
+        lines.append("related:")
+        lines += [f"  - {path}" for path in related]
+    lines.append("---")
+    lines.append("")
+    lines.append(body if body is not None else f"# {title}\n\n## Summary\n\nSome text about {title.lower()}.\n")
+    return "\n".join(lines)
+
+
+def publish(path: str, **kwargs: Any) -> Page:
+    """Create and promote a page as the system actor (test set-up)."""
+    revision, _ = revision_create(actor=SYSTEM, path=path, markdown=page_markdown(**kwargs))
+    return revision_promote(actor=SYSTEM, revision=revision)
+
+
+def capture(key: str, **kwargs: Any) -> Source:
+    defaults: dict[str, Any] = {"kind": "document", "title": key, "text": f"text of {key}"}
+    defaults.update(kwargs)
+    return source_create(actor=SYSTEM, key=key, captured_at=dt.datetime(2026, 1, 15, tzinfo=dt.UTC), **defaults)
+
+
+class BrainTestCase(TestCase):
+    """Personas, created once per class through the services:
+
+    - Alice: read on ``topics/``, approve on ``topics/pricing/`` and approve naming the
+      restricted ``topics/pricing/discount-policy.md``;
+    - Bob: read on ``topics/``;
+    - Charlie: an admin with no grants (admin confers no content access).
+    """
+
+    alice: Member
+    bob: Member
+    charlie: Member
+    alice_exact_grant: Grant
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice", email="alice@example.com", password="pw-alice-123")
+        cls.bob = member_create(actor=SYSTEM, username="bob", email="bob@example.com", password="pw-bob-12345")
+        cls.charlie = member_create(
+            actor=SYSTEM, username="charlie", email="charlie@example.com", role="admin", password="pw-charlie-1"
+        )
+        grant_issue(actor=SYSTEM, member=cls.alice, path="topics/", permission="read")
+        grant_issue(actor=SYSTEM, member=cls.alice, path="topics/pricing/", permission="approve")
+        cls.alice_exact_grant = grant_issue(actor=SYSTEM, member=cls.alice, path=DISCOUNT_POLICY, permission="approve")
+        grant_issue(actor=SYSTEM, member=cls.bob, path="topics/", permission="read")

@@ -1,0 +1,162 @@
+"""Importing a tree: all or nothing, recorded as approved, and free to repeat."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from brain import embeddings
+from corpus.models import Chunk, Page, Revision, RevisionChunk
+from corpus.services import ImportInvalid, corpus_import
+from grants.models import AuditEvent
+from tests.base import DISCOUNT_POLICY, BrainTestCase, page_markdown
+
+TREE = {
+    "topics/pricing/price-list.md": page_markdown(
+        title="Price list",
+        body="# Price list\n\n## Plans\n\nTeam and Enterprise.\n\n## Billing\n\nAnnual prepayment.\n",
+    ),
+    "topics/pricing/renewals.md": page_markdown(
+        title="Renewals", body="# Renewals\n\nRenewals happen yearly.\n\n## Notice\n\nNinety days.\n"
+    ),
+    DISCOUNT_POLICY: page_markdown(
+        title="Discount policy",
+        category="pricing",
+        sensitivity="restricted",
+        body="# Discount policy\n\n## Ceiling\n\nUp to 12% without escalation. See [list](price-list.md).\n",
+    ),
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return root
+
+
+class CorpusImportTests(BrainTestCase):
+    def test_import_is_recorded_as_approved_by_the_approver(self) -> None:
+        result = corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        assert (result.created, result.updated, result.unchanged) == (3, 0, 0)
+        page = Page.objects.get(path=DISCOUNT_POLICY)
+        assert page.current_revision.promoted_by == self.alice
+        assert page.current_revision.author == self.alice
+        assert page.sensitivity == 1
+        assert AuditEvent.objects.filter(action="corpus.import", actor_label="alice").exists()
+        assert list(page.links_out.values_list("to_path", flat=True)) == ["topics/pricing/price-list.md"]
+
+    def test_reimporting_the_same_tree_computes_no_embedding_and_no_chunk(self) -> None:
+        spy = mock.patch.object(embeddings, "embed", wraps=embeddings.embed)
+        with spy as embed:
+            corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+            first_calls = embed.call_count
+            chunks_before = Chunk.objects.count()
+            revisions_before = Revision.objects.count()
+            result = corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        assert first_calls >= 1
+        assert embed.call_count == first_calls  # zero calls on the second import
+        assert Chunk.objects.count() == chunks_before
+        assert Revision.objects.count() == revisions_before
+        assert (result.created, result.updated, result.unchanged) == (0, 0, 3)
+
+    def test_changed_page_reuses_unchanged_chunks(self) -> None:
+        corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        changed = dict(TREE)
+        changed["topics/pricing/renewals.md"] = changed["topics/pricing/renewals.md"].replace(
+            "Ninety days.", "Sixty days."
+        )
+        with mock.patch.object(embeddings, "embed", wraps=embeddings.embed) as embed:
+            result = corpus_import(requester=self.alice, approver=self.alice, files=changed.items())
+        assert (result.updated, result.unchanged) == (1, 2)
+        assert result.chunks.embedded == 1 and result.chunks.reused == 1
+        assert embed.call_count == 1
+        assert len(embed.call_args.args[0]) == 1
+
+    def test_any_invalid_file_imports_nothing_and_lists_every_failure(self) -> None:
+        bad = dict(TREE)
+        bad["topics/Bad-Case.md"] = page_markdown(title="Bad")
+        bad["topics/pricing/no-owner.md"] = page_markdown(owner="nobody", title="No owner")
+        bad["topics/pricing/leak.md"] = page_markdown(body="# Leak\n\ncard 4111 1111 1111 1111\n")
+        bad["engineering/outside.md"] = page_markdown(title="Outside alice's grants")
+        with pytest.raises(ImportInvalid) as invalid:
+            corpus_import(requester=self.alice, approver=self.alice, files=bad.items())
+        failing = {report.path: [str(p) for p in report.problems] for report in invalid.value.reports}
+        assert set(failing) == {
+            "topics/Bad-Case.md",
+            "topics/pricing/no-owner.md",
+            "topics/pricing/leak.md",
+            "engineering/outside.md",
+        }
+        assert "uppercase" in failing["topics/Bad-Case.md"][0]
+        assert "not an active member" in failing["topics/pricing/no-owner.md"][0]
+        assert "payment_card" in failing["topics/pricing/leak.md"][0]
+        assert "4111" not in failing["topics/pricing/leak.md"][0]
+        assert any("requester" in p for p in failing["engineering/outside.md"])
+        assert not Page.objects.exists()
+        assert not Revision.objects.exists()
+        assert not RevisionChunk.objects.exists()
+
+    def test_bob_cannot_approve(self) -> None:
+        with pytest.raises(ImportInvalid) as invalid:
+            corpus_import(requester=self.alice, approver=self.bob, files=TREE.items())
+        assert all("approver" in str(p) for r in invalid.value.reports for p in r.problems)
+        assert not Page.objects.exists()
+
+    def test_embedding_failure_writes_nothing(self) -> None:
+        def broken(texts):
+            raise embeddings.EmbeddingError("the embedder failed (RuntimeError)")
+
+        with mock.patch.object(embeddings, "embed", side_effect=broken), pytest.raises(embeddings.EmbeddingError):
+            corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        assert not Page.objects.exists() and not Revision.objects.exists() and not Chunk.objects.exists()
+
+
+class CorpusImportCommandTests(BrainTestCase):
+    def test_command_imports_a_directory(self) -> None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            root = write_tree(Path(tmp), TREE)
+            out = io.StringIO()
+            call_command("corpus_import", str(root), "--requester", "alice", "--approver", "alice", stdout=out)
+        assert "3 created" in out.getvalue()
+        assert Page.objects.count() == 3
+
+    def test_command_fails_with_a_report_and_imports_nothing(self) -> None:
+        import tempfile
+
+        bad = dict(TREE)
+        bad["topics/pricing/broken.md"] = "---\ntype: [unclosed\n---\nbody\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            root = write_tree(Path(tmp), bad)
+            err = io.StringIO()
+            with pytest.raises(CommandError, match="nothing was imported"):
+                call_command("corpus_import", str(root), "--requester", "alice", "--approver", "alice", stderr=err)
+        assert "topics/pricing/broken.md" in err.getvalue()
+        assert "not valid YAML" in err.getvalue()
+        assert not Page.objects.exists()
+
+    def test_exit_code_is_non_zero(self) -> None:
+        import subprocess
+        import sys
+        import tempfile
+
+        from brain.launcher import PROJECT_ROOT
+
+        with tempfile.TemporaryDirectory() as tmp:
+            write_tree(Path(tmp), {"Bad.md": "x"})
+            result = subprocess.run(
+                [sys.executable, "manage.py", "corpus_import", tmp, "--requester", "nobody", "--approver", "nobody"],
+                cwd=PROJECT_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        assert result.returncode != 0
+        assert "'nobody' is not an active member" in result.stderr

@@ -1,0 +1,195 @@
+"""The secret scanner: planted secrets are refused, ordinary text passes, values never leak."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from corpus.scanner import BANK_IDENTIFIER, CREDENTIAL, PAYMENT_CARD, SecretRefused, mask, require_clean, scan
+from corpus.services import revision_create, source_create
+from grants.models import AuditEvent
+from grants.principals import SYSTEM
+from tests.base import BrainTestCase, page_markdown
+
+# Built by concatenation so the repository itself holds no scannable literal.
+PLANTED: list[tuple[str, str, str]] = [
+    # (category, snippet, the secret value inside it)
+    (CREDENTIAL, "aws key {v}", "AKIA" + "IOSFODNN7EXAMPLQ"),
+    (CREDENTIAL, "role creds {v} here", "ASIA" + "Y34FZKBOKMUTVV7A"),
+    (CREDENTIAL, "aws_secret_access_key = {v}", "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"),
+    (CREDENTIAL, "token {v}", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    (CREDENTIAL, "oauth {v}", "gho_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"),
+    (CREDENTIAL, "fine-grained {v}", "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuv"),
+    (CREDENTIAL, "gitlab {v}", "glpat-" + "xYz123AbC456dEf789gH"),
+    (CREDENTIAL, "slack bot {v}", "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    (CREDENTIAL, "slack user {v}", "xoxp-" + "1234567890-1234567890-abcdefabcdef"),
+    (CREDENTIAL, "webhook {v}", "https://hooks.slack.com/services/" + "T0000AAAA/B0000BBBB/XXXXXXXXXXXXXXXXXXXXXXXX"),
+    (CREDENTIAL, "stripe {v}", "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"),
+    (CREDENTIAL, "stripe restricted {v}", "rk_live_" + "51HxYzAbCdEfGhIjKlMnOp"),
+    (CREDENTIAL, "google {v}", "AIza" + "SyA1234567890abcdefghijklmnopqrstuv"),
+    (CREDENTIAL, "openai {v}", "sk-proj-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
+    (CREDENTIAL, "sendgrid {v}", "SG." + "abcdefghijklmnopqrstuv.ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefg"),
+    (CREDENTIAL, "{v}", "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"),
+    (
+        CREDENTIAL,
+        "{v}",
+        "-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+    ),
+    (CREDENTIAL, "{v}", "-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEF\n-----END PRIVATE KEY-----"),
+    (
+        CREDENTIAL,
+        "bearer {v}",
+        "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    (CREDENTIAL, "password: {v}", "Tr0ub4dor&3xq!Z"),
+    (CREDENTIAL, "DB_PASSWORD={v}", "s3cr3T-Pa55w0rd-9f8e"),
+    (CREDENTIAL, "client_secret: '{v}'", "Q7f!k2Lm9#Rt4vWx"),
+    (CREDENTIAL, 'api_key = "{v}"', "aB3dE6gH9jK2mN5pQ8sT"),
+    (CREDENTIAL, "connect to {v}", "postgres://admin:" + "Hunter2Secret@db.internal:5432/prod"),
+    (PAYMENT_CARD, "card {v} exp 12/29", "4111 1111 1111 1111"),
+    (PAYMENT_CARD, "card {v}", "5555-5555-5555-4444"),
+    (PAYMENT_CARD, "amex {v}", "378282246310005"),
+    (PAYMENT_CARD, "visa {v}", "4012888888881881"),
+    (PAYMENT_CARD, "discover {v}", "6011 1111 1111 1117"),
+    (PAYMENT_CARD, "mc2 {v}", "2223003122003222"),
+    (BANK_IDENTIFIER, "pay to {v}", "DE89 3704 0044 0532 0130 00"),
+    (BANK_IDENTIFIER, "iban {v}", "GB82WEST12345698765432"),
+    (BANK_IDENTIFIER, "account {v}", "FR14 2004 1010 0505 0001 3M02 606"),
+    (BANK_IDENTIFIER, "NL {v}", "NL91ABNA0417164300"),
+]
+
+ORDINARY = [
+    "Meeting on 2026-09-02 at 14:30 UTC.",
+    "Dates 2026-01-15 to 2026-03-31 inclusive.",
+    "Call +44 20 7946 0958 or (555) 123-4567.",
+    "Phone: 415-555-0132, ext. 22",
+    "Request id 9c1f4e2a-3b77-4d10-8f5c-2a6e9d0b41ff.",
+    "uuid: 123e4567-e89b-12d3-a456-426614174000",
+    "Commit 3f2a9c1d8b7e6f5a4c3b2a1908f7e6d5c4b3a291 fixed it.",
+    "Short hash abc1234 and def5678.",
+    "Order number 100234556 shipped.",
+    "Order #2026-000123-44 is pending.",
+    "Invoice INV-2026-0042 for EUR 12,400.00.",
+    "The price is 1,234,567.89 dollars.",
+    "Tracking 1Z999AA10123456784.",
+    "ISBN 978-3-16-148410-0.",
+    "Account managers may approve up to 12% without escalation.",
+    "password: see the team vault entry 'billing'",
+    "Set PASSWORD=<your password> in .env",
+    "token: ${GITHUB_TOKEN}",
+    "api_key = os.environ['API_KEY']",
+    "secret: changeme",
+    "The secret to good onboarding is a checklist.",
+    "Reset your password at the sign-in page.",
+    "def add(a, b):\n    return a + b",
+    "for i in range(10):\n    print(i)",
+    "SELECT id, path FROM corpus_page WHERE status = 'approved';",
+    "curl -H 'Authorization: Bearer $TOKEN' https://brain.example.com/api/mcp",
+    "const x = { key: 'value', other: 42 };",
+    "https://example.com/docs/page?id=42&ref=home",
+    "git@github.com:org/repo.git",
+    "Version 1.2.3-beta.4 released.",
+    "IP 192.168.1.10 and port 5432.",
+    "Timestamp 1732960000 in epoch seconds.",
+    "Amounts: 4,000; 11,111; 1,111,111.",
+    "SKU ABC-12345-XYZ",
+    "Budget code DE-2026-Q3",
+    "The IBAN field is optional for domestic transfers.",
+    "Use the sk- prefix for secret keys in the docs.",
+    "ghp_ tokens are GitHub personal access tokens.",
+    "Slack tokens start with xoxb- for bots.",
+    "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "Container image brain:0.1.0@sha256:abc",
+    "Table of 13 rows, 19 columns, 1234 cells.",
+    "A 16-digit number 1234567812345678 that fails Luhn.",
+    "Serial 0000 0000 0000 0000",
+    "Ticket SUP-1042 and SUP-1043.",
+    "Latitude 51.5074, longitude -0.1278.",
+    "Revenue grew 23% quarter over quarter.",
+    "Ask alice@example.com for access.",
+    "Matrix [[1, 2], [3, 4]].",
+    "The code is in corpus/scanner.py line 120.",
+    "EUR 1.2M ARR target for 2027.",
+    "MFA via authenticator app is mandatory.",
+]
+
+
+def test_corpus_sizes() -> None:
+    assert len(PLANTED) >= 30
+    assert len(ORDINARY) >= 50
+
+
+@pytest.mark.parametrize(("category", "template", "value"), PLANTED)
+def test_planted_secret_is_refused_by_category_and_line(category: str, template: str, value: str) -> None:
+    text = "first line\n" + template.format(v=value) + "\nlast line"
+    with pytest.raises(SecretRefused) as refusal:
+        require_clean(text, "page")
+    assert category in refusal.value.categories
+    assert refusal.value.findings[0].line == 2
+    message = str(refusal.value)
+    assert value not in message
+    assert "line 2" in message
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_passes(text: str) -> None:
+    assert scan(text) == []
+
+
+def test_mask_replaces_in_place_and_counts() -> None:
+    card, iban = PLANTED[24][2], PLANTED[30][2]
+    text = f"Pay {card} or wire to {iban}; key {PLANTED[0][2]}."
+    masked, counts = mask(text)
+    assert card not in masked and iban not in masked and PLANTED[0][2] not in masked
+    assert masked.startswith("Pay [REDACTED payment_card] or wire to [REDACTED bank_identifier]")
+    assert counts == {CREDENTIAL: 1, PAYMENT_CARD: 1, BANK_IDENTIFIER: 1}
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+class ScannerOnTheWritePathTests(BrainTestCase):
+    def test_no_planted_value_reaches_logs_audit_or_errors(self) -> None:
+        capture = _Capture()
+        root = logging.getLogger()
+        root.addHandler(capture)
+        previous = root.level
+        root.setLevel(logging.DEBUG)
+        errors: list[str] = []
+        try:
+            for index, (category, template, value) in enumerate(PLANTED):
+                body = f"# Page\n\n## Notes\n\nsome text\n{template.format(v=value)}\n"
+                with pytest.raises(SecretRefused) as refusal:
+                    revision_create(
+                        actor=SYSTEM,
+                        path=f"topics/leak-{index}.md",
+                        markdown=page_markdown(owner="alice", body=body),
+                    )
+                errors.append(str(refusal.value))
+                with pytest.raises(SecretRefused) as refusal:
+                    source_create(
+                        actor=SYSTEM, key=f"leak/{index}", kind="note", title="t", text=template.format(v=value)
+                    )
+                errors.append(str(refusal.value))
+        finally:
+            root.removeHandler(capture)
+            root.setLevel(previous)
+        audit = list(AuditEvent.objects.filter(action="content.refused").values_list("metadata", "target"))
+        assert len(audit) == 2 * len(PLANTED)
+        haystack = "\n".join([*capture.lines, *errors, *(f"{m} {t}" for m, t in audit)])
+        for _, _, value in PLANTED:
+            for fragment in value.splitlines():
+                if len(fragment) >= 8:
+                    assert fragment not in haystack
+        assert {c for m, _ in audit for c in m["categories"]} == {CREDENTIAL, PAYMENT_CARD, BANK_IDENTIFIER}
+        from corpus.models import Revision, Source
+
+        assert not Revision.objects.filter(path__startswith="topics/leak-").exists()
+        assert not Source.objects.filter(key__startswith="leak/").exists()
