@@ -18,15 +18,7 @@ from grants.predicates import visible_q
 from grants.principals import Principal, SystemPrincipal
 
 if TYPE_CHECKING:
-    from corpus.models import Chunk, Figure, Page, Revision, Source
-
-    _PageBase = models.QuerySet[Page]
-    _RevisionBase = models.QuerySet[Revision]
-    _ChunkBase = models.QuerySet[Chunk]
-    _SourceBase = models.QuerySet[Source]
-    _FigureBase = models.QuerySet[Figure]
-else:
-    _PageBase = _RevisionBase = _ChunkBase = _SourceBase = _FigureBase = models.QuerySet
+    from corpus.models import Chunk, Figure, Page, Revision, Source  # noqa: F401
 
 
 def _pages(principal: Principal | None, permission: int | str) -> Any:
@@ -35,7 +27,7 @@ def _pages(principal: Principal | None, permission: int | str) -> Any:
     return Page.objects.visible_to(principal, permission)
 
 
-class PageQuerySet(_PageBase):
+class PageQuerySet(models.QuerySet["Page"]):
     def visible_to(self, principal: Principal | None, permission: int | str = "read") -> PageQuerySet:
         """Live pages on which ``principal`` holds at least ``permission``."""
         if principal is None:
@@ -43,7 +35,7 @@ class PageQuerySet(_PageBase):
         return self.filter(current_revision__isnull=False).filter(visible_q(principal, permission))
 
 
-class RevisionQuerySet(_RevisionBase):
+class RevisionQuerySet(models.QuerySet["Revision"]):
     def visible_to(self, principal: Principal | None, permission: int | str = "read") -> RevisionQuerySet:
         """Promoted revisions (the live one and its history) of pages visible to ``principal``."""
         if principal is None:
@@ -53,7 +45,7 @@ class RevisionQuerySet(_RevisionBase):
         return self.filter(promoted_at__isnull=False, page__in=_pages(principal, permission).values("pk"))
 
 
-class ChunkQuerySet(_ChunkBase):
+class ChunkQuerySet(models.QuerySet["Chunk"]):
     def visible_to(self, principal: Principal | None, permission: int | str = "read") -> ChunkQuerySet:
         """Chunks of the current revision of at least one page visible to ``principal``."""
         if principal is None:
@@ -67,7 +59,7 @@ class ChunkQuerySet(_ChunkBase):
         return self.filter(Exists(live_links))
 
 
-class SourceQuerySet(_SourceBase):
+class SourceQuerySet(models.QuerySet["Source"]):
     def visible_to(self, principal: Principal | None, permission: int | str = "read") -> SourceQuerySet:
         """Sources reached by ``principal``'s grants on ``captures/<key>``, category and tier."""
         if principal is None:
@@ -75,7 +67,7 @@ class SourceQuerySet(_SourceBase):
         return self.filter(visible_q(principal, permission, path_field="scope_path"))
 
 
-class FigureQuerySet(_FigureBase):
+class FigureQuerySet(models.QuerySet["Figure"]):
     def visible_to(self, principal: Principal | None, permission: int | str = "read") -> FigureQuerySet:
         """Figure records whose page is visible to ``principal``."""
         if principal is None:

@@ -69,7 +69,7 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # deactivate instead: history keeps pointing at the member
 
-    def get_fields(self, request: HttpRequest, obj: Member | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
         if obj is None:
             return ["username", "email", "password", "role", "slack_user_id"]
         return ["role", "is_active", "slack_user_id"]

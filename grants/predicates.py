@@ -48,8 +48,8 @@ def subject_grants(principal: Principal | None) -> QuerySet[Grant]:
         groups = GroupMembership.objects.filter(member_id__in=active).values("group_id")
         return Grant.objects.filter(Q(member_id__in=active) | Q(group_id__in=groups))
     if isinstance(principal, ServiceAccount):
-        active = ServiceAccount.objects.filter(pk=principal.pk, is_active=True).values("pk")
-        return Grant.objects.filter(service_account_id__in=active)
+        active_accounts = ServiceAccount.objects.filter(pk=principal.pk, is_active=True).values("pk")
+        return Grant.objects.filter(service_account_id__in=active_accounts)
     return Grant.objects.none()
 
 

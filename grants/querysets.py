@@ -7,14 +7,10 @@ from typing import TYPE_CHECKING
 from django.db import models
 
 if TYPE_CHECKING:
-    from grants.models import Grant
-
-    _Base = models.QuerySet[Grant]
-else:
-    _Base = models.QuerySet
+    from grants.models import Grant  # noqa: F401
 
 
-class GrantQuerySet(_Base):
+class GrantQuerySet(models.QuerySet["Grant"]):
     """Grants; ``for_subject`` narrows to one principal's own and group grants."""
 
     def for_subject(self, principal: object) -> GrantQuerySet:

@@ -7,8 +7,9 @@ administer; they never confer content access.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
@@ -44,7 +45,7 @@ def member_create(
     with transaction.atomic():
         if User.objects.filter(username=username).exists():
             raise ValidationError({"username": f"a user named {username!r} already exists"})
-        user: AbstractBaseUser = User(username=username, email=email)
+        user = User(username=username, email=email)
         user.full_clean(exclude=["password"])
         if password:
             user.set_password(password)
@@ -60,7 +61,7 @@ def member_create(
     return member
 
 
-def member_ensure(*, actor: Principal, user: AbstractBaseUser, role: str = Member.Role.MEMBER) -> Member:
+def member_ensure(*, actor: Principal, user: Any, role: str = Member.Role.MEMBER) -> Member:
     """The member row of an existing user, created if missing (e.g. a superuser made by createsuperuser)."""
     require_administrator(actor)
     with transaction.atomic():
@@ -252,7 +253,12 @@ def grant_check(
             errors["category"] = exc.message
     level = Permission.READ
     try:
-        level = Permission.from_name(permission) if isinstance(permission, str) else Permission(permission)
+        if isinstance(permission, str):
+            level = Permission.from_name(permission)
+        elif permission is not None:
+            level = Permission(permission)
+        else:
+            raise ValueError("permission is required")
     except ValueError:
         errors["permission"] = "permission must be one of read, suggest, approve"
     if errors:

@@ -74,7 +74,8 @@ class CorpusImportTests(BrainTestCase):
         with mock.patch.object(embeddings, "embed", wraps=embeddings.embed) as embed:
             result = corpus_import(requester=self.alice, approver=self.alice, files=changed.items())
         assert (result.updated, result.unchanged) == (1, 2)
-        assert result.chunks.embedded == 1 and result.chunks.reused == 1
+        assert result.chunks.embedded == 1
+        assert result.chunks.reused == 1
         assert embed.call_count == 1
         assert len(embed.call_args.args[0]) == 1
 
@@ -114,7 +115,9 @@ class CorpusImportTests(BrainTestCase):
 
         with mock.patch.object(embeddings, "embed", side_effect=broken), pytest.raises(embeddings.EmbeddingError):
             corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
-        assert not Page.objects.exists() and not Revision.objects.exists() and not Chunk.objects.exists()
+        assert not Page.objects.exists()
+        assert not Revision.objects.exists()
+        assert not Chunk.objects.exists()
 
 
 class CorpusImportCommandTests(BrainTestCase):

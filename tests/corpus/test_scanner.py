@@ -141,7 +141,9 @@ def test_mask_replaces_in_place_and_counts() -> None:
     card, iban = PLANTED[24][2], PLANTED[30][2]
     text = f"Pay {card} or wire to {iban}; key {PLANTED[0][2]}."
     masked, counts = mask(text)
-    assert card not in masked and iban not in masked and PLANTED[0][2] not in masked
+    assert card not in masked
+    assert iban not in masked
+    assert PLANTED[0][2] not in masked
     assert masked.startswith("Pay [REDACTED payment_card] or wire to [REDACTED bank_identifier]")
     assert counts == {CREDENTIAL: 1, PAYMENT_CARD: 1, BANK_IDENTIFIER: 1}
 
@@ -164,7 +166,7 @@ class ScannerOnTheWritePathTests(BrainTestCase):
         root.setLevel(logging.DEBUG)
         errors: list[str] = []
         try:
-            for index, (category, template, value) in enumerate(PLANTED):
+            for index, (_category, template, value) in enumerate(PLANTED):
                 body = f"# Page\n\n## Notes\n\nsome text\n{template.format(v=value)}\n"
                 with pytest.raises(SecretRefused) as refusal:
                     revision_create(

@@ -93,10 +93,7 @@ def reference_permission(world: dict, page: PageSpec) -> int | None:
     """The rule in plain Python, written from the design text, not from the SQL."""
     if page.sensitivity == 2 or not world["active"]:
         return None
-    if world["principal"] == "member":
-        mine = {"me"} | set(world["my_groups"])
-    else:
-        mine = {"svc"}
+    mine = {"me"} | set(world["my_groups"]) if world["principal"] == "member" else {"svc"}
     best = None
     for grant in world["grants"]:
         if grant.subject not in mine:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from corpus.models import Chunk, Page
 from corpus.selectors import page_find, page_read, page_relationships
 from grants.models import Permission, Sensitivity
@@ -38,7 +40,7 @@ class WorkedExampleTests(BrainTestCase):
         titles = [page.title for page in page_find(principal=self.alice, prefix="topics/")]
         assert "Discount policy" not in titles
         assert titles == ["Price list"]
-        with self.assertRaises(Page.DoesNotExist):
+        with pytest.raises(Page.DoesNotExist):
             page_read(principal=self.alice, path=DISCOUNT_POLICY)
         assert page_relationships(principal=self.alice, path="topics/pricing/price-list.md")["related"] == []
         hidden_chunks = Chunk.objects.filter(revision_links__revision__page=self.page)

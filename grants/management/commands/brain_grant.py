@@ -41,10 +41,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"{grant.pk}\t{grant}")
             return
         if action == "revoke":
-            grant = Grant.objects.filter(pk=options["grant_id"]).first()
-            if grant is None:
+            found = Grant.objects.filter(pk=options["grant_id"]).first()
+            if found is None:
                 raise CommandError(f"no grant with id {options['grant_id']}")
-            grant_revoke(actor=SYSTEM, grant=grant)
+            grant_revoke(actor=SYSTEM, grant=found)
             self.stdout.write(self.style.SUCCESS(f"grant {options['grant_id']} revoked"))
             return
         subjects: dict[str, Any] = {}

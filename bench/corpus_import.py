@@ -1,0 +1,146 @@
+"""Import throughput: N generated pages through the governed write path, then a re-import.
+
+    .venv/bin/python bench/corpus_import.py [--pages 1000] [--seed 3] [--keep]
+
+Runs against a scratch database (``brain_bench``) on the configured server (the embedded
+one by default), migrates it, imports the pages as one change (validation, scanner,
+chunking, embedding, promotion), then imports the identical tree again. Prints pages/s,
+chunks/s, the share of wall time spent in the embedder, and the ratio of re-import time
+to first-import time (content-addressed chunks: the re-import embeds nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+WORDS = (
+    "customer contract renewal pricing discount approval escalation account manager quarterly review "
+    "onboarding checklist incident response postmortem runbook deployment release rollback database "
+    "backup restore retention policy security access audit compliance invoice billing forecast budget "
+    "hiring interview team process decision roadmap milestone dependency risk owner stakeholder"
+).split()
+
+
+def sentence(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(8, 20))]
+    return " ".join(words).capitalize() + "."
+
+
+def page(rng: random.Random, index: int) -> tuple[str, str]:
+    area = rng.choice(["topics", "engineering", "sales", "people"])
+    path = f"{area}/section-{index % 40}/page-{index}.md"
+    sections = []
+    for number in range(rng.randint(2, 5)):
+        paragraphs = ["\n".join(sentence(rng) for _ in range(rng.randint(2, 6))) for _ in range(rng.randint(1, 3))]
+        sections.append(f"## Section {number} {rng.choice(WORDS)}\n\n" + "\n\n".join(paragraphs))
+    markdown = (
+        "---\ntype: topic\nowner: bench\nstatus: approved\nchange_policy: gate\nas_of: 2026-11-30\n---\n\n"
+        f"# Page {index}\n\n" + "\n\n".join(sections) + "\n"
+    )
+    return path, markdown
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def scratch_database_url() -> str:
+    """A fresh ``brain_bench`` database on the configured (or embedded) server."""
+    import psycopg
+
+    from brain import launcher
+
+    base = os.environ.get("DATABASE_URL")
+    if not base:
+        base = launcher.ensure_postgres()
+        os.environ[launcher.EMBEDDED_MARKER] = "1"  # still the one-machine setup
+    with psycopg.connect(with_database(base, "postgres"), autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
+        conn.execute("CREATE DATABASE brain_bench")
+    return with_database(base, "brain_bench")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the brain_bench database afterwards")
+    args = parser.parse_args()
+
+    os.environ["DATABASE_URL"] = scratch_database_url()
+    os.environ.setdefault("BRAIN_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+    from brain import embeddings
+    from corpus.models import Chunk
+    from corpus.services import corpus_import
+    from grants.principals import SYSTEM
+    from grants.services import member_create
+
+    member_create(actor=SYSTEM, username="bench")
+    rng = random.Random(args.seed)
+    files = [page(rng, index) for index in range(args.pages)]
+
+    spent = {"seconds": 0.0, "calls": 0}
+    real_embed = embeddings.embed
+
+    def timed_embed(texts):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return real_embed(texts)
+        finally:
+            spent["seconds"] += time.perf_counter() - started
+            spent["calls"] += 1
+
+    embeddings.embed = timed_embed  # type: ignore[assignment]
+    real_embed(["warm up the model"])
+
+    started = time.perf_counter()
+    first = corpus_import(requester=SYSTEM, approver=SYSTEM, files=files)
+    first_seconds = time.perf_counter() - started
+    first_embed_seconds, first_calls = spent["seconds"], spent["calls"]
+
+    spent.update(seconds=0.0, calls=0)
+    started = time.perf_counter()
+    second = corpus_import(requester=SYSTEM, approver=SYSTEM, files=files)
+    second_seconds = time.perf_counter() - started
+
+    print(f"pages: {args.pages}, chunks: {first.chunks.total} ({Chunk.objects.count()} distinct)")
+    print(
+        f"first import:   {first_seconds:8.1f} s   {args.pages / first_seconds:7.1f} pages/s   "
+        f"{first.chunks.total / first_seconds:7.1f} chunks/s"
+    )
+    print(
+        f"embedding:      {first_embed_seconds:8.1f} s   {100 * first_embed_seconds / first_seconds:5.1f} % of the "
+        f"first import ({first_calls} embedder calls, {first.chunks.embedded} chunks embedded)"
+    )
+    print(f"re-import:      {second_seconds:8.1f} s   {second.unchanged} unchanged, {spent['calls']} embedder calls")
+    print(f"ratio re-import / first import: {second_seconds / first_seconds:.3f}")
+
+    if not args.keep:
+        from django.db import connections
+
+        connections.close_all()
+        import psycopg
+
+        with psycopg.connect(with_database(os.environ["DATABASE_URL"], "postgres"), autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from corpus.chunking import chunk_id, chunk_markdown
+
+
+def test_chunks_follow_headings() -> None:
+    body = (
+        "# Title\n\nIntro.\n\n## Ceiling\n\nUp to 12%.\n\n```\n# not a heading\n```\n\n"
+        "### Detail\n\nDeep.\n\n## Empty\n"
+    )
+    chunks = chunk_markdown(body)
+    assert [(c.heading_path, c.body) for c in chunks] == [
+        ("Title", "Intro."),
+        ("Title > Ceiling", "Up to 12%.\n\n```\n# not a heading\n```"),
+        ("Title > Ceiling > Detail", "Deep."),
+    ]
+
+
+def test_setext_headings_and_preamble() -> None:
+    chunks = chunk_markdown("Preamble.\n\nTitle\n=====\n\nBody.\n")
+    assert [(c.heading_path, c.body) for c in chunks] == [("", "Preamble."), ("Title", "Body.")]
+
+
+def test_long_sections_split_at_paragraphs() -> None:
+    paragraphs = [f"Paragraph {i} " + "word " * 60 for i in range(10)]
+    chunks = chunk_markdown("## Long\n\n" + "\n\n".join(paragraphs))
+    assert len(chunks) > 1
+    assert all(len(c.body) <= 1200 for c in chunks)
+    assert all(c.heading_path == "Long" for c in chunks)
+    assert "\n\n".join(c.body for c in chunks) == "\n\n".join(p.strip() for p in paragraphs)
+
+
+def test_ids_are_content_addresses() -> None:
+    first = chunk_markdown("## A\n\nSame text.\n")[0]
+    again = chunk_markdown("# Other page\n\n## A\n\nSame text.\n")
+    assert first.id == chunk_id("A", "Same text.")
+    assert first.id != again[0].id  # a different heading path is a different chunk
+    assert chunk_markdown("## A\n\nSame text.\n")[0].id == first.id

@@ -1,0 +1,157 @@
+"""Selectors read only through the predicate; hidden things look like missing things."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.core.exceptions import PermissionDenied
+
+from corpus.models import Chunk, Figure, Page, Revision, Source
+from corpus.selectors import (
+    figure_current,
+    figure_history,
+    page_find,
+    page_read,
+    page_relationships,
+    source_get_visible,
+    source_list_visible,
+    source_search,
+)
+from corpus.services import figure_record, source_tag
+from grants.principals import SYSTEM
+from grants.services import grant_issue
+from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, publish
+
+
+class SelectorTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        capture(
+            "gdrive/northwind-msa",
+            title="Northwind MSA",
+            text="Discounts above twelve percent need sign-off.",
+            category="pricing",
+        )
+        capture("tickets/sup-1042", kind="ticket", title="Onboarding ticket", text="Kick-off within a week.")
+        capture("hr/salaries", title="Salaries", text="Compensation bands.", sensitivity="restricted")
+        publish(
+            DISCOUNT_POLICY,
+            title="Discount policy",
+            category="pricing",
+            sensitivity="restricted",
+            sources=["gdrive/northwind-msa"],
+        )
+        publish(
+            "topics/pricing/price-list.md",
+            title="Price list",
+            related=[DISCOUNT_POLICY, "topics/onboarding.md"],
+            body="# Price list\n\nSee [discounts](discount-policy.md) and [onboarding](../onboarding.md).\n",
+        )
+        publish(
+            "topics/onboarding.md",
+            title="Onboarding",
+            body="# Onboarding\n\nRead the [price list](pricing/price-list.md).\n",
+        )
+        publish("engineering/runbook.md", title="Runbook")
+        grant_issue(actor=SYSTEM, member=cls.alice, path="captures/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=cls.bob, path="captures/tickets/", permission="read")
+        figure_record(
+            actor=SYSTEM,
+            page_path=DISCOUNT_POLICY,
+            key="discount-ceiling",
+            value="10",
+            unit="%",
+            as_of=dt.date(2026, 1, 1),
+        )
+        figure_record(
+            actor=SYSTEM,
+            page_path=DISCOUNT_POLICY,
+            key="discount-ceiling",
+            value="12",
+            unit="%",
+            as_of=dt.date(2026, 9, 2),
+            source_key="gdrive/northwind-msa",
+        )
+
+    def test_page_find_filters_and_hides(self) -> None:
+        assert [p.path for p in page_find(principal=self.bob)] == [
+            "topics/onboarding.md",
+            "topics/pricing/price-list.md",
+        ]
+        assert [p.path for p in page_find(principal=self.alice, prefix="topics/pricing/")] == [
+            DISCOUNT_POLICY,
+            "topics/pricing/price-list.md",
+        ]
+        assert [p.path for p in page_find(principal=self.alice, words="discount")] == [DISCOUNT_POLICY]
+        assert [p.path for p in page_find(principal=self.alice, category="pricing")] == [DISCOUNT_POLICY]
+        assert list(page_find(principal=self.charlie)) == []
+        assert list(page_find(principal=None)) == []
+
+    def test_page_list_query_count_is_constant(self) -> None:
+        with self.assertNumQueries(1):
+            pages = list(page_find(principal=self.alice))
+            _ = [p.owner.username for p in pages]
+
+    def test_read_hidden_equals_missing(self) -> None:
+        view = page_read(principal=self.alice, path=DISCOUNT_POLICY)
+        assert view.sources == ["gdrive/northwind-msa"]
+        assert view.sensitivity == "restricted"
+        errors = []
+        for path in (DISCOUNT_POLICY, "topics/does-not-exist.md"):
+            with pytest.raises(Page.DoesNotExist) as missing:
+                page_read(principal=self.bob, path=path)
+            errors.append(type(missing.value))
+        assert errors[0] is errors[1]
+
+    def test_relationships_never_name_hidden_pages(self) -> None:
+        alice_view = page_relationships(principal=self.alice, path="topics/pricing/price-list.md")
+        bob_view = page_relationships(principal=self.bob, path="topics/pricing/price-list.md")
+        assert [link["path"] for link in alice_view["links_to"]] == ["topics/onboarding.md", DISCOUNT_POLICY]
+        assert [link["path"] for link in bob_view["links_to"]] == ["topics/onboarding.md"]
+        assert [link["path"] for link in bob_view["related"]] == ["topics/onboarding.md"]
+        assert [link["path"] for link in bob_view["linked_from"]] == ["topics/onboarding.md"]
+
+    def test_revision_and_chunk_visibility_follow_the_page(self) -> None:
+        assert Revision.objects.visible_to(self.bob).count() == 2
+        assert Revision.objects.visible_to(self.alice).count() == 3
+        bob_chunks = set(Chunk.objects.visible_to(self.bob).values_list("body", flat=True))
+        assert not any("Summary" in body or "twelve" in body for body in bob_chunks)
+        hidden = Chunk.objects.filter(revision_links__revision__page__path=DISCOUNT_POLICY)
+        assert hidden.exists()
+        assert not Chunk.objects.visible_to(self.bob).filter(pk__in=hidden).exists()
+        assert Chunk.objects.visible_to(self.alice).filter(pk__in=hidden).exists()
+        assert not Chunk.objects.visible_to(None).exists()
+
+    def test_figures(self) -> None:
+        current = figure_current(principal=self.alice, key="discount-ceiling")
+        assert (str(current.value), current.unit, current.source.key) == ("12.000000", "%", "gdrive/northwind-msa")
+        assert [str(f.value) for f in figure_history(principal=self.alice, key="discount-ceiling")] == [
+            "12.000000",
+            "10.000000",
+        ]
+        with pytest.raises(Figure.DoesNotExist):
+            figure_current(principal=self.bob, key="discount-ceiling")
+
+    def test_sources_follow_their_own_grants(self) -> None:
+        # The restricted hr/salaries needs a grant naming it; alice's prefix grant does not reach it.
+        assert {s.key for s in source_list_visible(principal=self.alice)} == {
+            "gdrive/northwind-msa",
+            "tickets/sup-1042",
+        }
+        assert [s.key for s in source_list_visible(principal=self.bob)] == ["tickets/sup-1042"]
+        with pytest.raises(Source.DoesNotExist):
+            source_get_visible(principal=self.bob, key="gdrive/northwind-msa")
+        assert [s.key for s in source_search(principal=self.alice, query="twelve percent")] == ["gdrive/northwind-msa"]
+        assert list(source_search(principal=self.bob, query="twelve percent")) == []
+
+    def test_source_tag_needs_suggest(self) -> None:
+        source = source_tag(actor=self.alice, key="tickets/sup-1042", add=["  Onboarding ", "northwind"])
+        assert source.tags == ["onboarding", "northwind"]
+        with pytest.raises(PermissionDenied):
+            source_tag(actor=self.bob, key="tickets/sup-1042", add=["x"])
+        with pytest.raises(Source.DoesNotExist):
+            source_tag(actor=self.bob, key="gdrive/northwind-msa", add=["x"])
+        with pytest.raises(Source.DoesNotExist):
+            source_tag(actor=self.bob, key="no/such", add=["x"])
