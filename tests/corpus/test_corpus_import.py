@@ -146,16 +146,24 @@ class CorpusImportCommandTests(BrainTestCase):
         assert not Page.objects.exists()
 
     def test_exit_code_is_non_zero(self) -> None:
+        import os
         import subprocess
         import sys
         import tempfile
+        from urllib.parse import urlsplit, urlunsplit
+
+        from django.db import connection
 
         from brain.launcher import PROJECT_ROOT
 
+        # The child process must use the (migrated) test database, not the development one.
+        url = urlsplit(os.environ["DATABASE_URL"])
+        test_url = urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
         with tempfile.TemporaryDirectory() as tmp:
             write_tree(Path(tmp), {"Bad.md": "x"})
             result = subprocess.run(
                 [sys.executable, "manage.py", "corpus_import", tmp, "--requester", "nobody", "--approver", "nobody"],
+                env={**os.environ, "DATABASE_URL": test_url},
                 cwd=PROJECT_ROOT,
                 capture_output=True,
                 text=True,
