@@ -169,7 +169,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/search"
+LOGOUT_REDIRECT_URL = "/login/"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
@@ -225,6 +227,19 @@ if BRAIN_EMBEDDINGS["PROVIDER"] == "openai" and not (BRAIN_EMBEDDINGS["URL"] and
     raise ConfigurationError(
         "BRAIN_EMBEDDINGS_URL and BRAIN_EMBEDDINGS_MODEL are required when BRAIN_EMBEDDINGS_PROVIDER=openai"
     )
+
+# Hybrid search (corpus.search): the fusion method and its weights are a measured choice;
+# see docs/search.md for the evaluation behind the defaults.
+BRAIN_SEARCH: dict[str, Any] = {
+    "FUSION": env_choice("BRAIN_SEARCH_FUSION", ("rrf", "weighted_rrf", "score"), "rrf"),
+    "RRF_K": env_int("BRAIN_SEARCH_RRF_K", 60, minimum=1),
+    "SEMANTIC_WEIGHT": float(env_str("BRAIN_SEARCH_SEMANTIC_WEIGHT") or 1.0),
+    "LEXICAL_WEIGHT": float(env_str("BRAIN_SEARCH_LEXICAL_WEIGHT") or 1.0),
+    "CANDIDATES": env_int("BRAIN_SEARCH_CANDIDATES", 40, minimum=10, maximum=1000),
+    "PER_PAGE": env_int("BRAIN_SEARCH_PER_PAGE", 2, minimum=1, maximum=20),
+    "EF_SEARCH": env_int("BRAIN_SEARCH_EF_SEARCH", 100, minimum=10, maximum=1000),
+    "QUERY_CACHE_SIZE": env_int("BRAIN_SEARCH_QUERY_CACHE_SIZE", 512, minimum=0),
+}
 
 LLM: dict[str, Any] = {
     "BASE_URL": env_url("LLM_BASE_URL", schemes=("http", "https")),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
 
 from brain.health import healthz
 from brain.views import home
@@ -11,7 +12,10 @@ from brain.views import home
 urlpatterns = [
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
+    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("corpus.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

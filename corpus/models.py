@@ -120,9 +120,15 @@ class Chunk(models.Model):
     body = models.TextField()
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
     embedding_model = models.CharField(max_length=100)
+    # NFKC forms for keyword search (see corpus.lexical): English words, and character
+    # bigrams of scripts written without spaces, both in the one tsvector.
+    lexical_heading = models.TextField(default="")
+    lexical_body = models.TextField(default="")
+    cjk_terms = models.TextField(default="", blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("heading_path", weight="A", config="english")
-        + SearchVector("body", weight="B", config="english"),
+        expression=SearchVector("lexical_heading", weight="A", config="english")
+        + SearchVector("lexical_body", weight="B", config="english")
+        + SearchVector("cjk_terms", weight="B", config="simple"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

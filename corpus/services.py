@@ -32,6 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import embeddings
+from corpus import lexical
 from corpus.chunking import ChunkText, chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem, check_references, parse_page, validate_source_id
 from corpus.models import Chunk, Figure, Page, PageLink, Revision, RevisionChunk, Source
@@ -209,6 +210,9 @@ def _store_chunks(chunks: Iterable[ChunkText]) -> tuple[int, int]:
                     body=chunk.body,
                     embedding=vector,
                     embedding_model=model_id,
+                    lexical_heading=lexical.index_text(chunk.heading_path),
+                    lexical_body=lexical.index_text(chunk.body),
+                    cjk_terms=lexical.index_terms(f"{chunk.heading_path}\n{chunk.body}"),
                 )
                 for chunk, vector in zip(missing, vectors, strict=True)
             ],

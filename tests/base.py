@@ -27,10 +27,11 @@ def page_markdown(
     sources: list[str] | None = None,
     related: list[str] | None = None,
     as_of: str = "2026-09-02",
+    type: str = "topic",
 ) -> str:
     lines = [
         "---",
-        "type: topic",
+        f"type: {type}",
         f"owner: {owner}",
         "status: approved",
         f"change_policy: {change_policy}",

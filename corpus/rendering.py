@@ -1,0 +1,47 @@
+"""Markdown → safe HTML for the page reader.
+
+markdown-it-py with raw HTML disabled (it is escaped, never passed through) and its
+default link validation (``javascript:``, ``vbscript:``, ``file:`` and most ``data:`` URLs
+are refused). Relative links to other ``.md`` pages are rewritten to the reader's URLs.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from django.urls import reverse
+from markdown_it import MarkdownIt
+
+from corpus.paths import PathError, validate_page_path
+
+
+def _resolve(page_path: str, href: str) -> str | None:
+    target, _, anchor = href.partition("#")
+    if not target or "://" in target or target.startswith(("mailto:", "/")) or not target.endswith(".md"):
+        return None
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(page_path), target))
+    try:
+        validate_page_path(resolved)
+    except PathError:
+        return None
+    url = reverse("corpus:page-detail", kwargs={"path": resolved})
+    return f"{url}#{anchor}" if anchor else url
+
+
+def render_markdown(body: str, *, page_path: str) -> str:
+    """HTML for ``body``; raw HTML in the Markdown is shown as text."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+    def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        token = tokens[idx]
+        href = token.attrGet("href") or ""
+        rewritten = _resolve(page_path, href)
+        if rewritten is not None:
+            token.attrSet("href", rewritten)
+        elif "://" in href:
+            token.attrSet("rel", "noopener noreferrer nofollow")
+        return str(renderer.renderToken(tokens, idx, options, env))
+
+    md.add_render_rule("link_open", link_open)
+    return str(md.render(body))

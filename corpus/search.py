@@ -1,0 +1,409 @@
+"""Hybrid search over the live corpus, under the caller's own grants.
+
+Two arms run in one SQL statement, each with the access predicate inside its candidate
+query (an unauthorised chunk never takes a slot):
+
+- **semantic**: cosine distance on the HNSW index, with pgvector's iterative index scan
+  (``hnsw.iterative_scan = strict_order``) so a heavily filtered query still fills its
+  candidates instead of returning short;
+- **lexical**: Postgres full-text search (``websearch_to_tsquery('english', …)``) plus
+  character-bigram terms for scripts written without spaces (``corpus.lexical``).
+
+The candidates are fused in Python (a few dozen rows): reciprocal-rank fusion,
+weighted RRF or min-max normalised score fusion, chosen by ``BRAIN_SEARCH["FUSION"]``
+(see docs/search.md for the measurement behind the default). At most ``per_page``
+chunks per page are returned; if the cap leaves fewer than ``k`` results the candidate
+pool grows until ``k`` are found or the visible corpus is exhausted.
+
+If the embedder is unavailable the lexical arm answers alone with ``degraded=True``.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from brain import embeddings
+from corpus import lexical
+from corpus.models import Page
+from corpus.paths import PathError, validate_scope_path
+from grants.principals import Principal
+
+logger = logging.getLogger(__name__)
+
+FUSION_METHODS = ("rrf", "weighted_rrf", "score")
+MAX_CANDIDATES = 4000
+SNIPPET_CHARS = 240
+
+
+class SearchError(ValueError):
+    """Bad search input (empty query, bad filter); the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One chunk of one live page."""
+
+    path: str
+    title: str
+    type: str
+    category: str | None
+    heading_path: str
+    snippet: str
+    snippet_html: str
+    score: float
+    semantic_rank: int | None
+    lexical_rank: int | None
+
+
+@dataclass
+class SearchResponse:
+    results: list[SearchResult] = field(default_factory=list)
+    degraded: bool = False
+    fusion: str = "rrf"
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def search_settings() -> dict[str, Any]:
+    defaults: dict[str, Any] = {
+        "FUSION": "rrf",
+        "RRF_K": 60,
+        "SEMANTIC_WEIGHT": 1.0,
+        "LEXICAL_WEIGHT": 1.0,
+        "CANDIDATES": 40,
+        "PER_PAGE": 2,
+        "EF_SEARCH": 100,
+        "QUERY_CACHE_SIZE": 512,
+    }
+    return {**defaults, **getattr(settings, "BRAIN_SEARCH", {})}
+
+
+# --------------------------------------------------------------------------- query vectors
+
+
+class _LRU:
+    """A small thread-safe LRU of query text → vector literal (per process)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> str | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str], value: str) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+query_vector_cache = _LRU(int(search_settings()["QUERY_CACHE_SIZE"]))
+
+
+def query_vector(text: str) -> str:
+    """The query's embedding as a pgvector literal, cached per process. Raises ``EmbeddingError``."""
+    model = embeddings.model_id()
+    cached = query_vector_cache.get((model, text))
+    if cached is not None:
+        return cached
+    vector = embeddings.embed([text])[0]
+    literal = "[" + ",".join(f"{value:.7g}" for value in vector) + "]"
+    query_vector_cache.put((model, text), literal)
+    return literal
+
+
+# --------------------------------------------------------------------------- SQL
+
+
+def _tsquery(query: str) -> tuple[str, list[Any]] | None:
+    """SQL for the lexical tsquery of ``query`` and its params, or None if it has no terms."""
+    parts: list[str] = []
+    params: list[Any] = []
+    latin = lexical.latin_part(query)
+    if re.search(r"\w", latin):
+        parts.append("websearch_to_tsquery('english', %s)")
+        params.append(latin)
+    cjk = lexical.query_terms(query)
+    if cjk:
+        parts.append("to_tsquery('simple', %s)")
+        params.append(" & ".join(cjk))
+    if not parts:
+        return None
+    return "(" + " || ".join(parts) + ")", params
+
+
+def _candidates(
+    *,
+    visible_sql: str,
+    visible_params: tuple[Any, ...],
+    vector: str | None,
+    tsquery: tuple[str, list[Any]] | None,
+    limit: int,
+    ef_search: int,
+) -> list[tuple[Any, ...]]:
+    """Both arms in one statement: (arm, chunk id, raw score, rank, page fields, chunk text)."""
+    live = (
+        "EXISTS (SELECT 1 FROM corpus_revisionchunk rc WHERE rc.chunk_id = c.id AND rc.revision_id IN "
+        f"(SELECT vp.current_revision_id FROM ({visible_sql}) vp))"
+    )
+    arms: list[str] = []
+    params: list[Any] = []
+    if vector is not None:
+        arms.append(
+            f"""(SELECT 'semantic' AS arm, c.id AS chunk_id, 1 - (c.embedding <=> %s::vector) AS raw,
+                   row_number() OVER (ORDER BY c.embedding <=> %s::vector, c.id) AS rank
+              FROM corpus_chunk c WHERE {live}
+              ORDER BY c.embedding <=> %s::vector, c.id LIMIT %s)"""
+        )
+        params += [vector, vector, *visible_params, vector, limit]
+    if tsquery is not None:
+        ts_sql, ts_params = tsquery
+        arms.append(
+            f"""(SELECT 'lexical' AS arm, c.id AS chunk_id, ts_rank_cd(c.search_vector, q.query, 1) AS raw,
+                   row_number() OVER (ORDER BY ts_rank_cd(c.search_vector, q.query, 1) DESC, c.id) AS rank
+              FROM corpus_chunk c, (SELECT {ts_sql} AS query) q
+              WHERE c.search_vector @@ q.query AND {live}
+              ORDER BY raw DESC, c.id LIMIT %s)"""
+        )
+        params += [*ts_params, *visible_params, limit]
+    if not arms:
+        return []
+    sql = f"""
+        WITH candidates AS ({" UNION ALL ".join(arms)})
+        SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank,
+               p.path, p.title, p.type, p.category, c.heading_path, c.body
+          FROM candidates cand
+          JOIN corpus_chunk c ON c.id = cand.chunk_id
+          JOIN corpus_revisionchunk rc ON rc.chunk_id = cand.chunk_id
+          JOIN ({visible_sql}) p ON p.current_revision_id = rc.revision_id
+    """
+    params += list(visible_params)
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Iterative index scans: keep walking the HNSW graph until LIMIT rows pass the
+        # access filter, so a caller who sees 5 % of the corpus still gets k results.
+        cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+@dataclass
+class _Candidate:
+    path: str
+    title: str
+    type: str
+    category: str | None
+    heading_path: str
+    body: str
+    ranks: dict[str, int] = field(default_factory=dict)
+    raws: dict[str, float] = field(default_factory=dict)
+
+
+def _fuse(
+    candidates: dict[tuple[str, str], _Candidate], config: dict[str, Any], method: str
+) -> list[tuple[float, _Candidate]]:
+    weights = {"semantic": float(config["SEMANTIC_WEIGHT"]), "lexical": float(config["LEXICAL_WEIGHT"])}
+    if method == "rrf":
+        weights = {"semantic": 1.0, "lexical": 1.0}
+    scored: list[tuple[float, _Candidate]] = []
+    if method in ("rrf", "weighted_rrf"):
+        k = float(config["RRF_K"])
+        for candidate in candidates.values():
+            score = sum(weights[arm] / (k + rank) for arm, rank in candidate.ranks.items())
+            scored.append((score, candidate))
+    else:
+        bounds: dict[str, tuple[float, float]] = {}
+        for arm in ("semantic", "lexical"):
+            values = [c.raws[arm] for c in candidates.values() if arm in c.raws]
+            if values:
+                bounds[arm] = (min(values), max(values))
+        for candidate in candidates.values():
+            score = 0.0
+            for arm, raw in candidate.raws.items():
+                low, high = bounds[arm]
+                score += weights[arm] * ((raw - low) / (high - low) if high > low else 1.0)
+            scored.append((score, candidate))
+    scored.sort(key=lambda item: (-item[0], item[1].path, item[1].heading_path))
+    return scored
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+def _query_words(query: str) -> list[str]:
+    words = [w for w in re.findall(r"\w+", lexical.latin_part(query).lower()) if len(w) > 1]
+    return words + lexical.runs(query)
+
+
+def snippet(body: str, query: str) -> tuple[str, str]:
+    """A window of ``body`` around the first query term, as text and as escaped HTML with <mark>."""
+    text = re.sub(r"\s+", " ", lexical.normalise(body)).strip()
+    terms = sorted(set(_query_words(query)), key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE) if terms else None
+    start = 0
+    if pattern is not None:
+        first = pattern.search(text)
+        if first is not None:
+            start = max(0, first.start() - SNIPPET_CHARS // 3)
+    window = text[start : start + SNIPPET_CHARS]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + SNIPPET_CHARS < len(text) else ""
+    plain = f"{prefix}{window}{suffix}"
+    if pattern is None:
+        return plain, html.escape(plain)
+    pieces: list[str] = []
+    cursor = 0
+    for match in pattern.finditer(window):
+        pieces.append(html.escape(window[cursor : match.start()]))
+        pieces.append(f"<mark>{html.escape(match.group(0))}</mark>")
+        cursor = match.end()
+    pieces.append(html.escape(window[cursor:]))
+    return plain, html.escape(prefix) + "".join(pieces) + html.escape(suffix)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def search(
+    *,
+    principal: Principal | None,
+    query: str,
+    k: int = 10,
+    prefix: str | None = None,
+    type: str | None = None,
+    category: str | None = None,
+    per_page: int | None = None,
+    fusion: str | None = None,
+) -> SearchResponse:
+    """Search the live corpus as ``principal`` sees it.
+
+    Raises ``SearchError`` for an empty query or a malformed filter. Never raises for an
+    unavailable embedder: the lexical arm answers alone and ``degraded`` is set.
+    """
+    config = search_settings()
+    method = fusion or str(config["FUSION"])
+    if method not in FUSION_METHODS:
+        raise SearchError(f"fusion must be one of {', '.join(FUSION_METHODS)}")
+    query = (query or "").strip()
+    if not query:
+        raise SearchError("query must not be empty")
+    if len(query) > 1000:
+        raise SearchError("query must be at most 1,000 characters")
+    if not 1 <= k <= 100:
+        raise SearchError("k must be between 1 and 100")
+    cap = int(per_page if per_page is not None else config["PER_PAGE"])
+    if cap < 1:
+        raise SearchError("per_page must be at least 1")
+    if prefix:
+        try:
+            validate_scope_path(prefix)
+        except PathError as exc:
+            raise SearchError(f"prefix: {exc.message}") from None
+
+    response = SearchResponse(fusion=method)
+    if principal is None:
+        return response
+    pages = Page.objects.visible_to(principal, "read")
+    if prefix:
+        pages = pages.filter(path__startswith=prefix)
+    if type:
+        pages = pages.filter(type=type)
+    if category:
+        pages = pages.filter(category=category)
+    visible_sql, visible_params = pages.values(
+        "id", "path", "title", "type", "category", "current_revision_id"
+    ).query.sql_with_params()
+
+    started = time.perf_counter()
+    vector: str | None = None
+    try:
+        vector = query_vector(query)
+    except embeddings.EmbeddingError:
+        logger.warning("search degraded: the embedder is unavailable")
+        response.degraded = True
+    response.timings_ms["embed"] = (time.perf_counter() - started) * 1000
+    tsquery = _tsquery(query)
+
+    limit = max(int(config["CANDIDATES"]), k * cap * 2)
+    while True:
+        started = time.perf_counter()
+        rows = _candidates(
+            visible_sql=visible_sql,
+            visible_params=visible_params,
+            vector=vector,
+            tsquery=tsquery,
+            limit=limit,
+            ef_search=max(int(config["EF_SEARCH"]), limit),
+        )
+        response.timings_ms["database"] = (time.perf_counter() - started) * 1000
+        candidates: dict[tuple[str, str], _Candidate] = {}
+        arm_counts = {"semantic": 0, "lexical": 0}
+        seen_rows: set[tuple[str, str]] = set()
+        for arm, chunk_id, raw, rank, path, title, page_type, page_category, heading_path, body in rows:
+            if (arm, chunk_id) not in seen_rows:
+                seen_rows.add((arm, chunk_id))
+                arm_counts[arm] += 1
+            candidate = candidates.setdefault(
+                (chunk_id, path),
+                _Candidate(path, title, page_type, page_category, heading_path, body),
+            )
+            candidate.ranks[arm] = int(rank)
+            candidate.raws[arm] = float(raw)
+        fused = _fuse(candidates, config, method)
+        results: list[tuple[float, _Candidate]] = []
+        per_page_count: dict[str, int] = {}
+        for score, candidate in fused:
+            if per_page_count.get(candidate.path, 0) >= cap:
+                continue
+            per_page_count[candidate.path] = per_page_count.get(candidate.path, 0) + 1
+            results.append((score, candidate))
+            if len(results) == k:
+                break
+        arms_full = any(count >= limit for count in arm_counts.values())
+        if len(results) >= k or not arms_full or limit >= MAX_CANDIDATES:
+            break
+        limit = min(limit * 4, MAX_CANDIDATES)
+
+    for score, candidate in results:
+        plain, marked = snippet(candidate.body, query)
+        response.results.append(
+            SearchResult(
+                path=candidate.path,
+                title=candidate.title,
+                type=candidate.type,
+                category=candidate.category,
+                heading_path=candidate.heading_path,
+                snippet=plain,
+                snippet_html=marked,
+                score=round(score, 6),
+                semantic_rank=candidate.ranks.get("semantic"),
+                lexical_rank=candidate.ranks.get("lexical"),
+            )
+        )
+    return response

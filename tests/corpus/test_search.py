@@ -1,0 +1,120 @@
+"""Hybrid search: CJK and full-width keywords, degraded mode, filters, the per-page cap."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from brain import embeddings
+from corpus import search as search_module
+from corpus.search import SearchError, search
+from tests.base import DISCOUNT_POLICY, BrainTestCase, publish
+
+
+class SearchTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        publish(
+            DISCOUNT_POLICY,
+            title="Discount policy",
+            category="pricing",
+            sensitivity="restricted",
+            body="# Discount policy\n\n## Ceiling\n\nAccount managers may approve up to 12% without escalation.\n",
+        )
+        publish(
+            "topics/pricing/price-list.md",
+            title="Price list",
+            category="pricing",
+            body="# Price list\n\n## Plans\n\nThe Team plan is billed per seat.\n\n## Annual\n\nAnnual prepayment is "
+            "invoiced in advance.\n\n## Seats\n\nSeats added mid-term are prorated.\n",
+        )
+        publish(
+            "topics/japan/tokyo-office.md",
+            title="Tokyo office",
+            type="topic",
+            body="# 東京オフィス\n\n## 勤務時間\n\n東京オフィスの勤務時間は午前九時から午後六時までです。\n\n"
+            "## 製品\n\n弊社のＰｏｓｔｇｒｅＳＱＬ運用ガイドを参照してください。\n",
+        )
+        publish(
+            "topics/china/beijing.md",
+            title="Beijing",
+            body="# 北京办公室\n\n## 报销\n\n差旅费用报销需要经理批准。\n",
+        )
+        publish(
+            "topics/thai/bangkok.md",
+            title="Bangkok",
+            body="# Bangkok\n\n## Holidays\n\nวันหยุดประจำปีของสำนักงาน\n",
+        )
+
+    def paths(self, principal, query: str, **kwargs) -> list[str]:
+        return [r.path for r in search(principal=principal, query=query, **kwargs).results]
+
+    def test_japanese_keyword_recall(self) -> None:
+        response = search(principal=self.bob, query="勤務時間", k=3)
+        assert response.results[0].path == "topics/japan/tokyo-office.md"
+        assert response.results[0].lexical_rank == 1
+        assert "<mark>勤務時間</mark>" in response.results[0].snippet_html
+
+    def test_chinese_and_thai_keyword_recall(self) -> None:
+        chinese = search(principal=self.bob, query="报销", k=3).results[0]
+        assert (chinese.path, chinese.lexical_rank) == ("topics/china/beijing.md", 1)
+        thai = search(principal=self.bob, query="วันหยุด", k=3).results[0]
+        assert (thai.path, thai.lexical_rank) == ("topics/thai/bangkok.md", 1)
+
+    def test_single_character_query(self) -> None:
+        first = search(principal=self.bob, query="京", k=3).results
+        assert {r.path for r in first if r.lexical_rank} == {"topics/japan/tokyo-office.md", "topics/china/beijing.md"}
+
+    def test_full_width_text_matches_ordinary_spelling(self) -> None:
+        hit = search(principal=self.bob, query="postgresql", k=3).results[0]
+        assert hit.path == "topics/japan/tokyo-office.md"
+        assert hit.lexical_rank == 1
+        hit = search(principal=self.bob, query="ＰＯＳＴＧＲＥＳＱＬ", k=3).results[0]
+        assert hit.path == "topics/japan/tokyo-office.md"
+
+    def test_degraded_mode_answers_from_the_lexical_arm(self) -> None:
+        search_module.query_vector_cache.clear()
+
+        def down(texts):
+            raise embeddings.EmbeddingError("embedding endpoint failed (ConnectionError)")
+
+        with mock.patch.object(embeddings, "embed", side_effect=down):
+            response = search(principal=self.bob, query="prepayment invoiced")
+        assert response.degraded is True
+        assert [r.path for r in response.results] == ["topics/pricing/price-list.md"]
+        assert response.results[0].semantic_rank is None
+
+    def test_filters(self) -> None:
+        assert set(self.paths(self.bob, "office", prefix="topics/japan/")) == {"topics/japan/tokyo-office.md"}
+        assert set(self.paths(self.bob, "plan", category="pricing")) == {"topics/pricing/price-list.md"}
+        assert self.paths(self.bob, "plan", type="process") == []
+        with pytest.raises(SearchError, match="prefix"):
+            search(principal=self.bob, query="x", prefix="Topics/")
+        with pytest.raises(SearchError, match="empty"):
+            search(principal=self.bob, query="   ")
+
+    def test_per_page_cap(self) -> None:
+        results = search(principal=self.bob, query="seats plans annual prepayment", k=10).results
+        assert sum(r.path == "topics/pricing/price-list.md" for r in results) == 2
+        results = search(principal=self.bob, query="seats plans annual prepayment", k=10, per_page=3).results
+        assert sum(r.path == "topics/pricing/price-list.md" for r in results) == 3
+
+    def test_hidden_pages_never_appear(self) -> None:
+        assert DISCOUNT_POLICY not in self.paths(self.bob, "discount escalation approve")
+        assert DISCOUNT_POLICY in self.paths(self.alice, "discount escalation approve")
+        assert self.paths(self.charlie, "discount") == []
+        assert self.paths(None, "discount") == []
+
+    def test_query_vectors_are_cached(self) -> None:
+        search_module.query_vector_cache.clear()
+        with mock.patch.object(embeddings, "embed", wraps=embeddings.embed) as embed:
+            search(principal=self.bob, query="cached query")
+            search(principal=self.bob, query="cached query")
+        assert embed.call_count == 1
+
+    def test_every_fusion_method_runs(self) -> None:
+        for method in ("rrf", "weighted_rrf", "score"):
+            results = search(principal=self.bob, query="annual prepayment", fusion=method).results
+            assert results[0].path == "topics/pricing/price-list.md"
