@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench clean-var
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,3 +47,11 @@ services-status: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/embeddings.py
+
+# Retrieval quality on the shipped PostgreSQL-manual set (a few minutes).
+bench-retrieval: $(STAMP)
+	$(PY) -m bench.retrieval --corpus bench/data/pgdocs/corpus.jsonl --queries bench/data/pgdocs/queries.jsonl --qrels bench/data/pgdocs/qrels.tsv
+
+# Search latency at 10k and 100k chunks under 1–100 grants (about ten minutes).
+bench-search-scale: $(STAMP)
+	$(PY) -m bench.search_scale

@@ -12,14 +12,14 @@ to first-import time (content-addressed chunks: the re-import embeds nothing).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.scratch import drop_scratch, setup_scratch_django
 
 WORDS = (
     "customer contract renewal pricing discount approval escalation account manager quarterly review "
@@ -48,27 +48,6 @@ def page(rng: random.Random, index: int) -> tuple[str, str]:
     return path, markdown
 
 
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def scratch_database_url() -> str:
-    """A fresh ``brain_bench`` database on the configured (or embedded) server."""
-    import psycopg
-
-    from brain import launcher
-
-    base = os.environ.get("DATABASE_URL")
-    if not base:
-        base = launcher.ensure_postgres()
-        os.environ[launcher.EMBEDDED_MARKER] = "1"  # still the one-machine setup
-    with psycopg.connect(with_database(base, "postgres"), autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE brain_bench")
-    return with_database(base, "brain_bench")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=1000)
@@ -76,15 +55,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the brain_bench database afterwards")
     args = parser.parse_args()
 
-    os.environ["DATABASE_URL"] = scratch_database_url()
-    os.environ.setdefault("BRAIN_LOG_LEVEL", "WARNING")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    setup_scratch_django("brain_bench")
 
     from brain import embeddings
     from corpus.models import Chunk
@@ -133,13 +104,7 @@ def main() -> None:
     print(f"ratio re-import / first import: {second_seconds / first_seconds:.3f}")
 
     if not args.keep:
-        from django.db import connections
-
-        connections.close_all()
-        import psycopg
-
-        with psycopg.connect(with_database(os.environ["DATABASE_URL"], "postgres"), autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS brain_bench WITH (FORCE)")
+        drop_scratch("brain_bench")
 
 
 if __name__ == "__main__":

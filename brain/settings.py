@@ -239,6 +239,11 @@ BRAIN_SEARCH: dict[str, Any] = {
     "PER_PAGE": env_int("BRAIN_SEARCH_PER_PAGE", 2, minimum=1, maximum=20),
     "EF_SEARCH": env_int("BRAIN_SEARCH_EF_SEARCH", 100, minimum=10, maximum=1000),
     "QUERY_CACHE_SIZE": env_int("BRAIN_SEARCH_QUERY_CACHE_SIZE", 512, minimum=0),
+    # When the caller sees at most this many pages, and at most this share of the corpus,
+    # the semantic arm scans their chunks exactly instead of walking the HNSW graph past
+    # hidden neighbours (see docs/search.md, "Scale").
+    "EXACT_PAGES": env_int("BRAIN_SEARCH_EXACT_PAGES", 1000, minimum=0),
+    "EXACT_FRACTION": float(env_str("BRAIN_SEARCH_EXACT_FRACTION") or 0.1),
 }
 
 LLM: dict[str, Any] = {

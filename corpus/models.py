@@ -201,6 +201,8 @@ class Source(models.Model):
 
     class Meta:
         ordering = ["key"]
+        # Prefix grants on captures/… are matched as a range on scope_path (grants.predicates).
+        indexes = [models.Index(fields=["scope_path"], name="source_scope_prefix", opclasses=["varchar_pattern_ops"])]
         constraints = [
             models.CheckConstraint(condition=Q(key__regex=SOURCE_KEY_SQL_REGEX), name="source_key_form"),
             models.CheckConstraint(

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import Exists, OuterRef
+from django.db.models.expressions import RawSQL
 
-from grants.predicates import visible_q
+from grants.predicates import visible_ids_sql
 from grants.principals import Principal, SystemPrincipal
 
 if TYPE_CHECKING:
@@ -32,7 +33,9 @@ class PageQuerySet(models.QuerySet["Page"]):
         """Live pages on which ``principal`` holds at least ``permission``."""
         if principal is None:
             return self.none()
-        return self.filter(current_revision__isnull=False).filter(visible_q(principal, permission))
+        live = self.filter(current_revision__isnull=False)
+        predicate = visible_ids_sql(principal, permission, table="corpus_page")
+        return live if predicate is None else live.filter(pk__in=RawSQL(*predicate))
 
 
 class RevisionQuerySet(models.QuerySet["Revision"]):
@@ -64,7 +67,8 @@ class SourceQuerySet(models.QuerySet["Source"]):
         """Sources reached by ``principal``'s grants on ``captures/<key>``, category and tier."""
         if principal is None:
             return self.none()
-        return self.filter(visible_q(principal, permission, path_field="scope_path"))
+        predicate = visible_ids_sql(principal, permission, table="corpus_source", path_column="scope_path")
+        return self if predicate is None else self.filter(pk__in=RawSQL(*predicate))
 
 
 class FigureQuerySet(models.QuerySet["Figure"]):

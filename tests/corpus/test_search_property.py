@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from django.conf import settings as django_settings
+from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -80,6 +82,8 @@ def corpora(draw: st.DrawFn):
         "k": draw(st.integers(1, 12)),
         "per_page": draw(st.integers(1, 3)),
         "fusion": draw(st.sampled_from(["rrf", "weighted_rrf", "score"])),
+        # 0 forces the HNSW plan with iterative scans; (2000, 1.0) the exact scan of visible chunks.
+        "exact_pages": draw(st.sampled_from([0, 2000])),
     }
 
 
@@ -128,13 +132,15 @@ class SearchPropertyTests(TestCase):
             ]
         )
         allowed = {p.path for p in world["pages"] if visible(p, world["grants"])}
-        response = search(
-            principal=self.me,
-            query=world["query"],
-            k=world["k"],
-            per_page=world["per_page"],
-            fusion=world["fusion"],
-        )
+        plan = {"EXACT_PAGES": world["exact_pages"], "EXACT_FRACTION": 1.0}
+        with override_settings(BRAIN_SEARCH={**django_settings.BRAIN_SEARCH, **plan}):
+            response = search(
+                principal=self.me,
+                query=world["query"],
+                k=world["k"],
+                per_page=world["per_page"],
+                fusion=world["fusion"],
+            )
         returned = [r.path for r in response.results]
         assert set(returned) <= allowed, (returned, allowed)
         capacity = sum(
