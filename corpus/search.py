@@ -224,9 +224,10 @@ def _candidates(
     sql = f"""
         WITH vis AS MATERIALIZED ({visible_sql}),
              vis_count AS (
-                 -- reltuples is the planner's page count (-1 before the first ANALYZE).
+                 -- reltuples is the planner's page count (-1 before the first ANALYZE); a
+                 -- fraction of 1 or more means "no share limit".
                  SELECT (SELECT count(*) FROM vis) <= LEAST(
-                            %s, CASE WHEN r.t < 0 THEN %s ELSE GREATEST(1, %s * r.t) END) AS exact
+                            %s, CASE WHEN %s >= 1 OR r.t < 0 THEN %s ELSE GREATEST(1, %s * r.t) END) AS exact
                    FROM (SELECT reltuples AS t FROM pg_class WHERE oid = 'corpus_page'::regclass) r),
              candidates AS ({" UNION ALL ".join(arms)})
         SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank,
@@ -236,7 +237,7 @@ def _candidates(
           JOIN corpus_revisionchunk rc ON rc.chunk_id = cand.chunk_id
           JOIN vis p ON p.current_revision_id = rc.revision_id
     """
-    params = [*visible_params, exact_pages, exact_pages, exact_fraction, *params]
+    params = [*visible_params, exact_pages, exact_fraction, exact_pages, exact_fraction, *params]
     with transaction.atomic(), connection.cursor() as cursor:
         # Iterative index scans: keep walking the HNSW graph until LIMIT rows pass the
         # access filter, so a caller who sees 5 % of the corpus still gets k results.
