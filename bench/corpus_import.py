@@ -58,8 +58,8 @@ def main() -> None:
     setup_scratch_django("brain_bench")
 
     from brain import embeddings
+    from builds.services import build_import
     from corpus.models import Chunk
-    from corpus.services import corpus_import
     from grants.principals import SYSTEM
     from grants.services import member_create
 
@@ -82,13 +82,13 @@ def main() -> None:
     real_embed(["warm up the model"])
 
     started = time.perf_counter()
-    first = corpus_import(requester=SYSTEM, approver=SYSTEM, files=files)
+    first = build_import(requester=SYSTEM, approver=SYSTEM, files=files)
     first_seconds = time.perf_counter() - started
     first_embed_seconds, first_calls = spent["seconds"], spent["calls"]
 
     spent.update(seconds=0.0, calls=0)
     started = time.perf_counter()
-    second = corpus_import(requester=SYSTEM, approver=SYSTEM, files=files)
+    second = build_import(requester=SYSTEM, approver=SYSTEM, files=files)
     second_seconds = time.perf_counter() - started
 
     print(f"pages: {args.pages}, chunks: {first.chunks.total} ({Chunk.objects.count()} distinct)")

@@ -95,10 +95,10 @@ def main() -> None:
     setup_scratch_django("brain_eval")
     from rank_bm25 import BM25Okapi
 
+    from builds.services import build_import
     from corpus.models import Chunk
     from corpus.scanner import mask
     from corpus.search import search
-    from corpus.services import corpus_import
     from grants.principals import SYSTEM
     from grants.services import grant_issue, member_create
 
@@ -122,7 +122,7 @@ def main() -> None:
         )
         files.append((path, markdown))
     started = time.perf_counter()
-    result = corpus_import(requester=SYSTEM, approver=SYSTEM, files=files)
+    result = build_import(requester=SYSTEM, approver=SYSTEM, files=files)
     print(
         f"loaded {len(documents)} documents as pages, {result.chunks.total} chunks "
         f"in {time.perf_counter() - started:.0f}s; {len(queries)} queries"

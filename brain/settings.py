@@ -246,6 +246,13 @@ BRAIN_SEARCH: dict[str, Any] = {
     "EXACT_FRACTION": float(env_str("BRAIN_SEARCH_EXACT_FRACTION") or 0.1),
 }
 
+BRAIN_BUILDS: dict[str, Any] = {
+    # Build credentials live this long (checked on every request) unless revoked sooner.
+    "CREDENTIAL_LIFETIME_SECONDS": env_int("BRAIN_BUILD_CREDENTIAL_LIFETIME", 7200, minimum=60),
+    # A requester approving their own build is refused unless this is set.
+    "ALLOW_SELF_APPROVAL": env_bool("BRAIN_BUILDS_ALLOW_SELF_APPROVAL", False),
+}
+
 LLM: dict[str, Any] = {
     "BASE_URL": env_url("LLM_BASE_URL", schemes=("http", "https")),
     "API_KEY": env_secret("LLM_API_KEY"),

@@ -12,7 +12,8 @@ guards live on this path and nowhere else:
 
 Nothing reaches the live corpus without a person: ``revision_create`` writes a draft;
 only ``revision_promote`` by a member holding ``approve`` (and, under the ``owner`` change
-policy, being the owner) moves ``Page.current_revision``.
+policy, being the owner) moves ``Page.current_revision``, and its only caller is
+``builds.services.build_promote``, which records the promotion.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import logging
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -37,7 +38,7 @@ from corpus.chunking import ChunkText, chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem, check_references, parse_page, validate_source_id
 from corpus.models import Chunk, Figure, Page, PageLink, Revision, RevisionChunk, Source
 from corpus.paths import PathError, validate_category, validate_page_path
-from corpus.scanner import NulRefused, SecretRefused, require_clean
+from corpus.scanner import SecretRefused, require_clean
 from grants.audit import audit_record
 from grants.models import Member, Permission, Sensitivity
 from grants.predicates import effective_permission
@@ -58,32 +59,6 @@ class ChunkStats:
     new: int = 0
     reused: int = 0
     embedded: int = 0
-
-
-@dataclass
-class ImportFileReport:
-    """The problems of one file in an import (empty when the file is fine)."""
-
-    path: str
-    problems: list[Problem] = field(default_factory=list)
-
-
-class ImportInvalid(ValueError):
-    """An import was refused as a whole; ``reports`` lists every failing file and rule."""
-
-    def __init__(self, reports: list[ImportFileReport]) -> None:
-        self.reports = reports
-        super().__init__(f"{len(reports)} file(s) failed validation; nothing was imported")
-
-
-@dataclass
-class ImportResult:
-    """What an import did."""
-
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    chunks: ChunkStats = field(default_factory=ChunkStats)
 
 
 # --------------------------------------------------------------------------- guards
@@ -113,7 +88,7 @@ def _holds(
     return held is not None and held >= permission
 
 
-def _may_write(actor: Principal | None, document: PageDocument, existing: Page | None, level: Permission) -> bool:
+def may_write(actor: Principal | None, document: PageDocument, existing: Page | None, level: Permission) -> bool:
     """``level`` on the page as it will be and, if it is live, as it is now.
 
     Checking both stops a write from moving a page out of reach (raising sensitivity,
@@ -126,9 +101,9 @@ def _may_write(actor: Principal | None, document: PageDocument, existing: Page |
     return True
 
 
-def _approver_ok(actor: Principal | None, document: PageDocument, existing: Page | None) -> bool:
+def approver_ok(actor: Principal | None, document: PageDocument, existing: Page | None) -> bool:
     """Approve on both states, and the owner rule when the change policy is ``owner``."""
-    if not _may_write(actor, document, existing, Permission.APPROVE):
+    if not may_write(actor, document, existing, Permission.APPROVE):
         return False
     if isinstance(actor, SystemPrincipal):
         return True
@@ -143,7 +118,7 @@ def _markdown_sha(markdown: str) -> str:
     return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
 
 
-def _document_from_revision(revision: Revision) -> PageDocument:
+def document_from_revision(revision: Revision) -> PageDocument:
     meta = revision.frontmatter
     return PageDocument(
         path=revision.path,
@@ -188,7 +163,7 @@ def page_validate(*, actor: Principal | None, path: str, markdown: str) -> PageD
 # --------------------------------------------------------------------------- chunks
 
 
-def _store_chunks(chunks: Iterable[ChunkText]) -> tuple[int, int]:
+def store_chunks(chunks: Iterable[ChunkText]) -> tuple[int, int]:
     """Insert the chunks not stored yet, embedding them in one call; return (new, reused).
 
     Runs inside the caller's transaction: if the embedder fails, nothing is written.
@@ -224,7 +199,7 @@ def _store_chunks(chunks: Iterable[ChunkText]) -> tuple[int, int]:
 
 def _attach_chunks(revision: Revision, chunks: list[ChunkText]) -> ChunkStats:
     """Link ``chunks`` to ``revision`` in order, storing (and embedding) the new ones."""
-    new, reused = _store_chunks(chunks)
+    new, reused = store_chunks(chunks)
     RevisionChunk.objects.bulk_create(
         [RevisionChunk(revision=revision, chunk_id=chunk.id, ordinal=index) for index, chunk in enumerate(chunks)]
     )
@@ -248,12 +223,12 @@ def revision_create(
     will be and as it is now. Chunks and their embeddings are written in the same
     transaction; an embedding failure leaves nothing behind (``EmbeddingError``).
     ``document``/``chunks`` let a caller that already validated and chunked the page
-    (``corpus_import``) skip redoing it; they must come from this ``markdown``.
+    (``builds.services.build_import``) skip redoing it; they must come from this ``markdown``.
     Raises ``PageInvalid``, ``SecretRefused``, ``NulRefused``, ``PermissionDenied``.
     """
     document = document or page_validate(actor=actor, path=path, markdown=markdown)
     existing = Page.objects.filter(path=path).first()
-    if not _may_write(actor, document, existing, Permission.SUGGEST):
+    if not may_write(actor, document, existing, Permission.SUGGEST):
         # The same refusal whether or not a page exists at the path.
         raise PermissionDenied(f"you hold no suggest permission on {path}")
     with transaction.atomic():
@@ -319,9 +294,9 @@ def revision_promote(*, actor: Principal, revision: Revision) -> Page:
         locked = Revision.objects.select_for_update().get(pk=revision.pk)
         if locked.promoted_at is not None:
             raise ValidationError("this revision has already been promoted")
-        document = _document_from_revision(locked)
+        document = document_from_revision(locked)
         existing = Page.objects.select_for_update().filter(path=locked.path).first()
-        if not _approver_ok(actor, document, existing):
+        if not approver_ok(actor, document, existing):
             raise PermissionDenied(f"you may not approve changes to {locked.path}")
         owner = Member.objects.filter(user__username=document.owner, is_active=True).first()
         if owner is None:
@@ -362,72 +337,6 @@ def revision_promote(*, actor: Principal, revision: Revision) -> Page:
         ):
             raise PermissionDenied(f"you may not approve changes to {locked.path}")
     return page
-
-
-# --------------------------------------------------------------------------- import
-
-
-def corpus_import(*, requester: Principal, approver: Principal, files: Iterable[tuple[str, str]]) -> ImportResult:
-    """Import ``(path, markdown)`` pairs as one change by ``requester`` approved by ``approver``.
-
-    All or nothing: every file is validated first (path, frontmatter, references,
-    secrets, the requester's ``suggest`` and the approver's ``approve``); if any fails,
-    ``ImportInvalid`` lists every failing file and rule and nothing is written. A file
-    identical to its live revision is left alone, so a re-import computes no embedding.
-    """
-    pending: list[tuple[str, str, PageDocument]] = []
-    reports: list[ImportFileReport] = []
-    seen: set[str] = set()
-    for path, markdown in files:
-        report = ImportFileReport(path=path)
-        if path in seen:
-            report.problems.append(Problem("path", "appears twice in the import"))
-        seen.add(path)
-        try:
-            document = page_validate(actor=requester, path=path, markdown=markdown)
-        except PageInvalid as invalid:
-            report.problems.extend(invalid.problems)
-        except (SecretRefused, NulRefused) as refusal:
-            report.problems.append(Problem("content", str(refusal)))
-        else:
-            existing = Page.objects.filter(path=path).first()
-            if not _may_write(requester, document, existing, Permission.SUGGEST):
-                report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
-            if not _approver_ok(approver, document, existing):
-                report.problems.append(Problem("permission", "the approver may not approve this page"))
-            pending.append((path, markdown, document))
-        if report.problems:
-            reports.append(report)
-    if reports:
-        raise ImportInvalid(reports)
-
-    result = ImportResult()
-    live_sha = dict(
-        Page.objects.filter(path__in=[path for path, _, _ in pending]).values_list("path", "current_revision__sha256")
-    )
-    changed = [(p, m, d) for p, m, d in pending if live_sha.get(p) != _markdown_sha(m)]
-    result.unchanged = len(pending) - len(changed)
-    with transaction.atomic():
-        # Embed every new chunk of the change in one batch, then write page by page.
-        chunked = {path: chunk_markdown(document.body) for path, _, document in changed}
-        result.chunks.embedded, _ = _store_chunks(chunk for chunks in chunked.values() for chunk in chunks)
-        result.chunks.new = result.chunks.embedded
-        for path, markdown, document in changed:
-            revision, stats = revision_create(
-                actor=requester, path=path, markdown=markdown, document=document, chunks=chunked[path]
-            )
-            revision_promote(actor=approver, revision=revision)
-            result.created += path not in live_sha
-            result.updated += path in live_sha
-            result.chunks.total += stats.total
-        result.chunks.reused = result.chunks.total - result.chunks.new
-        audit_record(
-            actor=approver,
-            action="corpus.import",
-            target_type="corpus",
-            metadata={"created": result.created, "updated": result.updated, "unchanged": result.unchanged},
-        )
-    return result
 
 
 # --------------------------------------------------------------------------- sources

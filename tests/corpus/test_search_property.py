@@ -19,7 +19,7 @@ from hypothesis.extra.django import TestCase
 from corpus.chunking import ChunkText
 from corpus.models import Page, Revision, RevisionChunk
 from corpus.search import search
-from corpus.services import _store_chunks
+from corpus.services import store_chunks
 from grants.models import Grant
 from grants.principals import SYSTEM
 from grants.services import member_create
@@ -92,7 +92,7 @@ class SearchPropertyTests(TestCase):
     def setUpTestData(cls) -> None:
         cls.me = member_create(actor=SYSTEM, username="me")
         cls.owner = member_create(actor=SYSTEM, username="owner")
-        _store_chunks(POOL)
+        store_chunks(POOL)
 
     @settings(
         max_examples=EXAMPLES,

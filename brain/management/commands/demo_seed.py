@@ -24,8 +24,9 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from builds.services import build_import
 from corpus.models import Figure, Source
-from corpus.services import corpus_import, figure_record, source_create
+from corpus.services import figure_record, source_create
 from grants.models import Grant, Group, Member, ServiceAccount
 from grants.principals import SYSTEM
 from grants.services import (
@@ -86,7 +87,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             created_people = self._people(password)
             self._sources()
-        result = corpus_import(requester=SYSTEM, approver=SYSTEM, files=self._pages())
+        result = build_import(requester=SYSTEM, approver=SYSTEM, files=self._pages(), title="Demo corpus")
         if not Figure.objects.filter(key="discount-ceiling").exists():
             figure_record(
                 actor=SYSTEM,

@@ -1,7 +1,8 @@
 """``python manage.py corpus_import DIR --requester U --approver V``.
 
 Imports every ``*.md`` file under DIR (its path relative to DIR is the page path) as one
-change authored by U and approved by V. All or nothing: if any file is invalid, nothing
+import build requested by U and promoted by V (V may not be U unless self-approval is
+allowed by settings). All or nothing: if any file is invalid, nothing
 is imported, every failing file and rule is reported, and the exit code is non-zero.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from brain.embeddings import EmbeddingError
-from corpus.services import ImportInvalid, corpus_import
+from builds.services import ImportInvalid, build_import
 from grants.models import Member
 
 
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         self.stdout.write(f"validating {len(files)} page(s)…")
         started = time.monotonic()
         try:
-            result = corpus_import(requester=requester, approver=approver, files=files)
+            result = build_import(requester=requester, approver=approver, files=files, title=f"Import of {root.name}")
         except ImportInvalid as invalid:
             for report in invalid.reports:
                 self.stderr.write(f"{report.path}:")

@@ -10,9 +10,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from brain import embeddings
+from builds.models import Build, Promotion
+from builds.services import ImportInvalid, build_import
 from corpus.models import Chunk, Page, Revision, RevisionChunk
-from corpus.services import ImportInvalid, corpus_import
 from grants.models import AuditEvent
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
 from tests.base import DISCOUNT_POLICY, BrainTestCase, page_markdown
 
 TREE = {
@@ -40,25 +43,41 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-class CorpusImportTests(BrainTestCase):
+class VictorMixin:
+    """Victor approves what Alice drafts (a requester may not approve their own build)."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()  # type: ignore[misc]
+        cls.victor = member_create(actor=SYSTEM, username="victor")
+        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/pricing/", permission="approve")
+        grant_issue(actor=SYSTEM, member=cls.victor, path=DISCOUNT_POLICY, permission="approve")
+
+
+class CorpusImportTests(VictorMixin, BrainTestCase):
     def test_import_is_recorded_as_approved_by_the_approver(self) -> None:
-        result = corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        result = build_import(requester=self.alice, approver=self.victor, files=TREE.items())
         assert (result.created, result.updated, result.unchanged) == (3, 0, 0)
         page = Page.objects.get(path=DISCOUNT_POLICY)
-        assert page.current_revision.promoted_by == self.alice
+        assert page.current_revision.promoted_by == self.victor
         assert page.current_revision.author == self.alice
         assert page.sensitivity == 1
-        assert AuditEvent.objects.filter(action="corpus.import", actor_label="alice").exists()
+        promotion = Promotion.objects.get(build=result.build)
+        assert promotion.approver == self.victor
+        assert {item["path"] for item in promotion.approved} == set(TREE)
+        assert result.build.kind == Build.Kind.IMPORT
+        assert result.build.status == Build.Status.PROMOTED
+        assert AuditEvent.objects.filter(action="build.promote", actor_label="victor").exists()
         assert list(page.links_out.values_list("to_path", flat=True)) == ["topics/pricing/price-list.md"]
 
     def test_reimporting_the_same_tree_computes_no_embedding_and_no_chunk(self) -> None:
         spy = mock.patch.object(embeddings, "embed", wraps=embeddings.embed)
         with spy as embed:
-            corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+            build_import(requester=self.alice, approver=self.victor, files=TREE.items())
             first_calls = embed.call_count
             chunks_before = Chunk.objects.count()
             revisions_before = Revision.objects.count()
-            result = corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+            result = build_import(requester=self.alice, approver=self.victor, files=TREE.items())
         assert first_calls >= 1
         assert embed.call_count == first_calls  # zero calls on the second import
         assert Chunk.objects.count() == chunks_before
@@ -66,13 +85,13 @@ class CorpusImportTests(BrainTestCase):
         assert (result.created, result.updated, result.unchanged) == (0, 0, 3)
 
     def test_changed_page_reuses_unchanged_chunks(self) -> None:
-        corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        build_import(requester=self.alice, approver=self.victor, files=TREE.items())
         changed = dict(TREE)
         changed["topics/pricing/renewals.md"] = changed["topics/pricing/renewals.md"].replace(
             "Ninety days.", "Sixty days."
         )
         with mock.patch.object(embeddings, "embed", wraps=embeddings.embed) as embed:
-            result = corpus_import(requester=self.alice, approver=self.alice, files=changed.items())
+            result = build_import(requester=self.alice, approver=self.victor, files=changed.items())
         assert (result.updated, result.unchanged) == (1, 2)
         assert result.chunks.embedded == 1
         assert result.chunks.reused == 1
@@ -86,7 +105,7 @@ class CorpusImportTests(BrainTestCase):
         bad["topics/pricing/leak.md"] = page_markdown(body="# Leak\n\ncard 4111 1111 1111 1111\n")
         bad["engineering/outside.md"] = page_markdown(title="Outside alice's grants")
         with pytest.raises(ImportInvalid) as invalid:
-            corpus_import(requester=self.alice, approver=self.alice, files=bad.items())
+            build_import(requester=self.alice, approver=self.victor, files=bad.items())
         failing = {report.path: [str(p) for p in report.problems] for report in invalid.value.reports}
         assert set(failing) == {
             "topics/Bad-Case.md",
@@ -103,10 +122,17 @@ class CorpusImportTests(BrainTestCase):
         assert not Revision.objects.exists()
         assert not RevisionChunk.objects.exists()
 
+    def test_requester_cannot_approve_their_own_import(self) -> None:
+        with pytest.raises(ImportInvalid) as invalid:
+            build_import(requester=self.alice, approver=self.alice, files=TREE.items())
+        assert "the requester cannot approve their own build" in str(invalid.value.reports[-1].problems[0])
+        assert not Page.objects.exists()
+
     def test_bob_cannot_approve(self) -> None:
         with pytest.raises(ImportInvalid) as invalid:
-            corpus_import(requester=self.alice, approver=self.bob, files=TREE.items())
+            build_import(requester=self.alice, approver=self.bob, files=TREE.items())
         assert all("approver" in str(p) for r in invalid.value.reports for p in r.problems)
+        assert not Build.objects.exists()
         assert not Page.objects.exists()
 
     def test_embedding_failure_writes_nothing(self) -> None:
@@ -114,20 +140,20 @@ class CorpusImportTests(BrainTestCase):
             raise embeddings.EmbeddingError("the embedder failed (RuntimeError)")
 
         with mock.patch.object(embeddings, "embed", side_effect=broken), pytest.raises(embeddings.EmbeddingError):
-            corpus_import(requester=self.alice, approver=self.alice, files=TREE.items())
+            build_import(requester=self.alice, approver=self.victor, files=TREE.items())
         assert not Page.objects.exists()
         assert not Revision.objects.exists()
         assert not Chunk.objects.exists()
 
 
-class CorpusImportCommandTests(BrainTestCase):
+class CorpusImportCommandTests(VictorMixin, BrainTestCase):
     def test_command_imports_a_directory(self) -> None:
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
             root = write_tree(Path(tmp), TREE)
             out = io.StringIO()
-            call_command("corpus_import", str(root), "--requester", "alice", "--approver", "alice", stdout=out)
+            call_command("corpus_import", str(root), "--requester", "alice", "--approver", "victor", stdout=out)
         assert "3 created" in out.getvalue()
         assert Page.objects.count() == 3
 
@@ -140,7 +166,7 @@ class CorpusImportCommandTests(BrainTestCase):
             root = write_tree(Path(tmp), bad)
             err = io.StringIO()
             with pytest.raises(CommandError, match="nothing was imported"):
-                call_command("corpus_import", str(root), "--requester", "alice", "--approver", "alice", stderr=err)
+                call_command("corpus_import", str(root), "--requester", "alice", "--approver", "victor", stderr=err)
         assert "topics/pricing/broken.md" in err.getvalue()
         assert "not valid YAML" in err.getvalue()
         assert not Page.objects.exists()

@@ -1,0 +1,158 @@
+"""Builds: branches of draft revisions that only a person can promote to the live corpus."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from corpus.models import Revision
+from grants.models import Member
+
+
+class Build(models.Model):
+    """A branch of proposed changes (drafts) with a requester and a purpose.
+
+    ``public_id`` is the only identifier shown outside (URLs, credentials, MCP); the
+    integer key never leaves the database. A build is open while drafts are written,
+    awaits review once submitted, and ends promoted, rejected, cancelled or failed.
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        AWAITING_REVIEW = "awaiting_review"
+        PROMOTED = "promoted"
+        REJECTED = "rejected"
+        CANCELLED = "cancelled"
+        FAILED = "failed"
+
+    class Kind(models.TextChoices):
+        CHANGE = "change"
+        IMPORT = "import"
+        REEMBED = "reembed"
+
+    TERMINAL = frozenset({Status.PROMOTED, Status.REJECTED, Status.CANCELLED, Status.FAILED})
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    title = models.CharField(max_length=200)
+    purpose = models.TextField(blank=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHANGE)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    requester = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="requested_builds", null=True)
+    participants = models.ManyToManyField(Member, related_name="builds", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["open", "awaiting_review", "promoted", "rejected", "cancelled", "failed"]),
+                name="build_status_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True) | Q(status__in=["promoted", "rejected", "cancelled", "failed"]),
+                name="build_finished_is_terminal",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+
+class BuildChange(models.Model):
+    """One proposed change to one path on a build's branch: a draft write, a delete or a move.
+
+    Writing the same path again replaces the draft (the old draft revision stays, unlinked).
+    """
+
+    class Action(models.TextChoices):
+        WRITE = "write"
+        DELETE = "delete"
+        MOVE = "move"
+
+    build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="changes")
+    path = models.CharField(max_length=255)
+    action = models.CharField(max_length=8, choices=Action.choices)
+    revision = models.ForeignKey(Revision, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    new_path = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [
+            models.UniqueConstraint(fields=["build", "path"], name="build_change_one_per_path"),
+            models.CheckConstraint(
+                condition=Q(action="delete") | Q(revision__isnull=False), name="build_change_write_has_revision"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.path}"
+
+
+class BuildCredential(models.Model):
+    """A bearer credential bound to one build, shown once and stored only as an HMAC.
+
+    Looked up by its short prefix and compared in constant time; valid until
+    ``expires_at`` and never after ``revoked_at`` (set the moment the build terminates).
+    """
+
+    build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="credentials")
+    prefix = models.CharField(max_length=16, unique=True)
+    token_hmac = models.CharField(max_length=64)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… for build {self.build_id}"
+
+
+class Promotion(models.Model):
+    """The record of a person approving a build: who, when, their note, and exactly what.
+
+    ``approved`` lists every (path, action, revision sha256) pair that went live.
+    """
+
+    build = models.OneToOneField(Build, on_delete=models.PROTECT, related_name="promotion")
+    approver = models.ForeignKey(Member, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    approver_label = models.CharField(max_length=150)
+    note = models.TextField(blank=True)
+    approved = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.build} approved by {self.approver_label}"
+
+
+class Review(models.Model):
+    """A reviewer's decision on a build (the approve decision is recorded with the promotion)."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve"
+        REJECT = "reject"
+
+    build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+")
+    decision = models.CharField(max_length=8, choices=Decision.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} {self.decision} {self.build}"

@@ -1,0 +1,107 @@
+"""Reads of builds: the promotion gate and who may see a build at all."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import QuerySet
+
+from builds.models import Build
+from corpus.models import Page
+from grants.models import Member, Permission
+from grants.principals import Principal, SystemPrincipal
+
+
+def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
+    """Everything that stops ``approver`` promoting ``build`` now; empty means it may.
+
+    The review page shows this list to explain a disabled button, and ``build_promote``
+    refuses while it is not empty, so the two cannot drift apart.
+    """
+    from builds.services import builds_settings
+    from corpus.services import approver_ok, document_from_revision
+
+    blockers: list[str] = []
+    if build.status != Build.Status.AWAITING_REVIEW:
+        blockers.append(f"the build is not awaiting review (it is {build.get_status_display()})")
+    if not isinstance(approver, SystemPrincipal) and not (
+        isinstance(approver, Member) and approver.is_active and approver.user.is_active
+    ):
+        blockers.append("only an active member can approve a build")
+        return blockers
+    is_requester = (isinstance(approver, Member) and approver.pk == build.requester_id) or (
+        isinstance(approver, SystemPrincipal) and build.requester_id is None and build.kind != Build.Kind.IMPORT
+    )
+    if is_requester and not builds_settings()["ALLOW_SELF_APPROVAL"]:
+        blockers.append("the requester cannot approve their own build")
+    changes = list(build.changes.select_related("revision").order_by("path"))
+    if not changes:
+        blockers.append("the build has no changes")
+    for change in changes:
+        if change.revision is None:
+            blockers.append(f"{change.path}: {change.action} is not supported yet")
+            continue
+        document = document_from_revision(change.revision)
+        existing = Page.objects.select_related("owner__user", "current_revision").filter(path=change.path).first()
+        if not approver_ok(approver, document, existing):
+            owner_rule = document.change_policy == "owner" or (
+                existing is not None and existing.change_policy == "owner"
+            )
+            if owner_rule:
+                owner = existing.owner.username if existing is not None else document.owner
+                blockers.append(f"{change.path}: only its owner ({owner}) may approve it (change policy 'owner')")
+            else:
+                blockers.append(f"{change.path}: you do not hold approve on this page")
+        if (
+            existing is not None
+            and existing.current_revision is not None
+            and existing.current_revision.promoted_at is not None
+            and existing.current_revision.promoted_at > change.revision.created_at
+        ):
+            blockers.append(f"{change.path}: the live page changed after this draft was written; draft it again")
+    return blockers
+
+
+def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str) -> Build:
+    """The build if ``principal`` is its requester, a participant, or holds approve on one of its pages.
+
+    Anyone else gets ``Build.DoesNotExist`` — exactly as for an id that does not exist.
+    """
+    try:
+        key = uuid.UUID(str(public_id))
+    except ValueError:
+        raise Build.DoesNotExist("build not found") from None
+    build = Build.objects.filter(public_id=key).select_related("requester__user").first()
+    if build is None or principal is None:
+        raise Build.DoesNotExist("build not found")
+    if isinstance(principal, SystemPrincipal):
+        return build
+    if isinstance(principal, Member) and (
+        principal.pk == build.requester_id or build.participants.filter(pk=principal.pk).exists()
+    ):
+        return build
+    if _approves_any_page(principal, build):
+        return build
+    raise Build.DoesNotExist("build not found")
+
+
+def _approves_any_page(principal: Principal, build: Build) -> bool:
+    from corpus.services import document_from_revision, may_write
+
+    for change in build.changes.select_related("revision"):
+        if change.revision is None:
+            continue
+        existing = Page.objects.filter(path=change.path).first()
+        if may_write(principal, document_from_revision(change.revision), existing, Permission.APPROVE):
+            return True
+    return False
+
+
+def build_list_awaiting_review(*, principal: Principal | None) -> list[Build]:
+    """Builds awaiting review that ``principal`` could act on (approve at least one page)."""
+    if principal is None:
+        return []
+    candidates: QuerySet[Build] = Build.objects.filter(status=Build.Status.AWAITING_REVIEW).select_related(
+        "requester__user"
+    )
+    return [build for build in candidates if _approves_any_page(principal, build)]

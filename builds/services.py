@@ -1,0 +1,379 @@
+"""The only writes to builds: open, draft, submit, promote, reject, cancel, credentials, import.
+
+There is no arrow from a build to the live corpus without a person: ``build_promote`` is
+the only caller of ``corpus.services.revision_promote``, it runs the same blocker list
+the UI shows (``builds.selectors.build_promotion_blockers``), and it records who approved
+exactly which (path, revision) pairs. Every transition locks the build row first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from builds.models import Build, BuildChange, BuildCredential, Promotion, Review
+from builds.selectors import build_promotion_blockers
+from corpus.chunking import chunk_markdown
+from corpus.frontmatter import PageDocument, PageInvalid, Problem
+from corpus.models import Page
+from corpus.scanner import NulRefused, SecretRefused
+from corpus.services import ChunkStats, may_write, page_validate, revision_create, revision_promote, store_chunks
+from grants.audit import audit_record
+from grants.models import Member, Permission
+from grants.principals import Principal, SystemPrincipal, actor_fields
+
+TOKEN_PREFIX = "bld_"  # noqa: S105 (a public marker that tells credentials apart, not a secret)
+
+
+class PromotionBlocked(ValidationError):
+    """Promotion refused; ``blockers`` says why, in the words the review page shows."""
+
+    def __init__(self, blockers: list[str]) -> None:
+        super().__init__("; ".join(blockers))
+        self.blockers = blockers
+
+
+class CredentialInvalid(PermissionError):
+    """A build credential that is unknown, expired, revoked or whose build has ended (one message for all)."""
+
+    def __init__(self) -> None:
+        super().__init__("the build credential is not valid")
+
+
+def builds_settings() -> dict[str, object]:
+    defaults: dict[str, object] = {"CREDENTIAL_LIFETIME_SECONDS": 7200, "ALLOW_SELF_APPROVAL": False}
+    return {**defaults, **getattr(settings, "BRAIN_BUILDS", {})}
+
+
+def _lock(build: Build) -> Build:
+    return Build.objects.select_for_update().get(pk=build.pk)
+
+
+def _finish(build: Build, status: str) -> None:
+    """Move a locked build to a terminal status and revoke its credentials at once."""
+    build.status = status
+    build.finished_at = timezone.now()
+    build.save(update_fields=["status", "finished_at", "updated_at"])
+    BuildCredential.objects.filter(build=build, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+# --------------------------------------------------------------------------- opening and credentials
+
+
+def build_open(*, actor: Principal, title: str, purpose: str = "", kind: str = Build.Kind.CHANGE) -> Build:
+    """Open a build requested by ``actor`` (a member, or SYSTEM for operator imports)."""
+    if not title.strip():
+        raise ValidationError({"title": "a build needs a title"})
+    if kind not in Build.Kind.values:
+        raise ValidationError({"kind": f"kind must be one of {', '.join(Build.Kind.values)}"})
+    if not isinstance(actor, Member | SystemPrincipal):
+        raise PermissionDenied("only a member or the system may open a build")
+    with transaction.atomic():
+        build = Build.objects.create(
+            title=title.strip()[:200],
+            purpose=purpose,
+            kind=kind,
+            requester=actor if isinstance(actor, Member) else None,
+        )
+        if isinstance(actor, Member):
+            build.participants.add(actor)
+        audit_record(actor=actor, action="build.open", target_type="build", target=str(build.public_id))
+    return build
+
+
+def _token_hmac(token: str) -> str:
+    return hmac.new(settings.SECRET_KEY.encode(), token.encode(), hashlib.sha256).hexdigest()
+
+
+def build_credential_issue(
+    *, actor: Principal, build: Build, lifetime: dt.timedelta | None = None
+) -> tuple[BuildCredential, str]:
+    """A new credential for ``build``; returns the row and the token, which is never stored or shown again."""
+    seconds = int(str(builds_settings()["CREDENTIAL_LIFETIME_SECONDS"]))
+    with transaction.atomic():
+        locked = _lock(build)
+        if not _is_requester(actor, locked):
+            raise PermissionDenied("only the build's requester may issue its credentials")
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("credentials are issued only for open builds")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        credential = BuildCredential.objects.create(
+            build=locked,
+            prefix=token[: len(TOKEN_PREFIX) + 8],
+            token_hmac=_token_hmac(token),
+            expires_at=timezone.now() + (lifetime or dt.timedelta(seconds=seconds)),
+        )
+        audit_record(actor=actor, action="build.credential_issue", target_type="build", target=str(locked.public_id))
+    return credential, token
+
+
+def build_credential_resolve(token: str) -> Build:
+    """The open build a token is bound to; ``CredentialInvalid`` (one message) otherwise.
+
+    Checked on every request: unknown, expired, revoked and ended builds all fail alike.
+    """
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+        raise CredentialInvalid
+    credential = BuildCredential.objects.select_related("build").filter(prefix=token[: len(TOKEN_PREFIX) + 8]).first()
+    expected = credential.token_hmac if credential is not None else _token_hmac("")
+    matches = hmac.compare_digest(expected, _token_hmac(token))
+    if (
+        credential is None
+        or not matches
+        or credential.revoked_at is not None
+        or credential.expires_at <= timezone.now()
+        or credential.build.status != Build.Status.OPEN
+    ):
+        raise CredentialInvalid
+    return credential.build
+
+
+def _is_requester(actor: Principal, build: Build) -> bool:
+    if isinstance(actor, SystemPrincipal):
+        return build.requester_id is None
+    return isinstance(actor, Member) and actor.pk == build.requester_id
+
+
+def _requester_of(build: Build) -> Principal:
+    return build.requester if build.requester is not None else SystemPrincipal()
+
+
+# --------------------------------------------------------------------------- drafting
+
+
+def build_write_page(*, build: Build, path: str, markdown: str, document: PageDocument | None = None) -> BuildChange:
+    """Write a draft of ``path`` on the build's branch, as its requester.
+
+    Same guards as any write (path, frontmatter, references, NUL, secrets); the requester
+    needs ``suggest`` on the page as it is and as it will be. Nothing becomes live.
+    """
+    with transaction.atomic():
+        locked = _lock(build)
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("the build is not open for changes")
+        revision, _ = revision_create(actor=_requester_of(locked), path=path, markdown=markdown, document=document)
+        change, _ = BuildChange.objects.update_or_create(
+            build=locked, path=path, defaults={"action": BuildChange.Action.WRITE, "revision": revision, "new_path": ""}
+        )
+        audit_record(
+            actor=_requester_of(locked), action="build.write_page", target_type="build",
+            target=str(locked.public_id), metadata={"path": path},
+        )  # fmt: skip
+    return change
+
+
+def build_submit(*, actor: Principal, build: Build) -> Build:
+    """Open → awaiting review. Only the requester; a build with no change cannot be submitted."""
+    with transaction.atomic():
+        locked = _lock(build)
+        if not _is_requester(actor, locked):
+            raise PermissionDenied("only the build's requester may submit it")
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("only an open build can be submitted")
+        if not locked.changes.exists():
+            raise ValidationError("the build has no changes to review")
+        locked.status = Build.Status.AWAITING_REVIEW
+        locked.submitted_at = timezone.now()
+        locked.save(update_fields=["status", "submitted_at", "updated_at"])
+        audit_record(actor=actor, action="build.submit", target_type="build", target=str(locked.public_id))
+    return locked
+
+
+# --------------------------------------------------------------------------- review
+
+
+def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotion:
+    """Make every draft of the build live in one transaction, recorded as approved by ``actor``.
+
+    Refuses (``PromotionBlocked``) while ``build_promotion_blockers`` lists anything —
+    the same list the review page shows. If any page fails while being promoted, every
+    page stays as it was. Revokes the build's credentials.
+    """
+    with transaction.atomic():
+        locked = _lock(build)
+        blockers = build_promotion_blockers(build=locked, approver=actor)
+        if blockers:
+            raise PromotionBlocked(blockers)
+        approved = []
+        for change in locked.changes.select_related("revision").order_by("path"):
+            assert change.revision is not None  # writes carry a revision (database CHECK)
+            revision_promote(actor=actor, revision=change.revision)
+            approved.append({"path": change.path, "action": change.action, "sha256": change.revision.sha256})
+        kind, _, label = actor_fields(actor)
+        promotion = Promotion.objects.create(
+            build=locked,
+            approver=actor if isinstance(actor, Member) else None,
+            approver_label=label,
+            note=note,
+            approved=approved,
+        )
+        if isinstance(actor, Member):
+            Review.objects.create(build=locked, reviewer=actor, decision=Review.Decision.APPROVE, note=note)
+        _finish(locked, Build.Status.PROMOTED)
+        audit_record(
+            actor=actor,
+            action="build.promote",
+            target_type="build",
+            target=str(locked.public_id),
+            metadata={"pages": len(approved), "approver_kind": kind},
+        )
+    return promotion
+
+
+def build_reject(*, actor: Member, build: Build, note: str = "") -> Build:
+    """Awaiting review → rejected, by a member holding approve on at least one of its pages."""
+    with transaction.atomic():
+        locked = _lock(build)
+        if locked.status != Build.Status.AWAITING_REVIEW:
+            raise ValidationError("only a build awaiting review can be rejected")
+        paths = list(locked.changes.values_list("path", flat=True))
+        if not Page.objects.visible_to(actor, "approve").filter(path__in=paths).exists() and not _may_approve_new(
+            actor, locked
+        ):
+            raise PermissionDenied("you may not review this build")
+        Review.objects.create(build=locked, reviewer=actor, decision=Review.Decision.REJECT, note=note)
+        _finish(locked, Build.Status.REJECTED)
+        audit_record(actor=actor, action="build.reject", target_type="build", target=str(locked.public_id))
+    return locked
+
+
+def _may_approve_new(actor: Principal, build: Build) -> bool:
+    from corpus.services import document_from_revision
+
+    for change in build.changes.select_related("revision"):
+        if change.revision is not None:
+            document = document_from_revision(change.revision)
+            if may_write(actor, document, None, Permission.APPROVE):
+                return True
+    return False
+
+
+def build_cancel(*, actor: Principal, build: Build) -> Build:
+    """Open or awaiting review → cancelled, by the requester."""
+    with transaction.atomic():
+        locked = _lock(build)
+        if not _is_requester(actor, locked):
+            raise PermissionDenied("only the build's requester may cancel it")
+        if locked.is_terminal:
+            raise ValidationError("the build has already ended")
+        _finish(locked, Build.Status.CANCELLED)
+        audit_record(actor=actor, action="build.cancel", target_type="build", target=str(locked.public_id))
+    return locked
+
+
+# --------------------------------------------------------------------------- import
+
+
+@dataclass
+class ImportFileReport:
+    """The problems of one file in an import (empty when the file is fine)."""
+
+    path: str
+    problems: list[Problem] = field(default_factory=list)
+
+
+class ImportInvalid(ValueError):
+    """An import was refused as a whole; ``reports`` lists every failing file and rule."""
+
+    def __init__(self, reports: list[ImportFileReport]) -> None:
+        self.reports = reports
+        super().__init__(f"{len(reports)} file(s) failed validation; nothing was imported")
+
+
+@dataclass
+class ImportResult:
+    """What an import did."""
+
+    build: Build | None = None
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks: ChunkStats = field(default_factory=ChunkStats)
+
+
+def _markdown_sha(markdown: str) -> str:
+    return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
+
+
+def build_import(
+    *, requester: Principal, approver: Principal, files: Iterable[tuple[str, str]], title: str = "Import"
+) -> ImportResult:
+    """Import ``(path, markdown)`` pairs as one import build, promoted by ``approver``.
+
+    All or nothing: every file is validated first (path, frontmatter, references,
+    secrets, the requester's ``suggest``, the approver's ``approve`` and the promotion
+    blockers); if any fails, ``ImportInvalid`` lists every failing file and rule and
+    nothing is written. A file identical to its live revision is left out, so a
+    re-import computes no embedding. All new chunks are embedded in one batched call.
+    """
+    from corpus.services import approver_ok
+
+    pending: list[tuple[str, str, PageDocument]] = []
+    reports: list[ImportFileReport] = []
+    seen: set[str] = set()
+    for path, markdown in files:
+        report = ImportFileReport(path=path)
+        if path in seen:
+            report.problems.append(Problem("path", "appears twice in the import"))
+        seen.add(path)
+        try:
+            document = page_validate(actor=requester, path=path, markdown=markdown)
+        except PageInvalid as invalid:
+            report.problems.extend(invalid.problems)
+        except (SecretRefused, NulRefused) as refusal:
+            report.problems.append(Problem("content", str(refusal)))
+        else:
+            existing = Page.objects.filter(path=path).first()
+            if not may_write(requester, document, existing, Permission.SUGGEST):
+                report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
+            if not approver_ok(approver, document, existing):
+                report.problems.append(Problem("permission", "the approver may not approve this page"))
+            pending.append((path, markdown, document))
+        if report.problems:
+            reports.append(report)
+    same_person = isinstance(requester, Member) and isinstance(approver, Member) and requester.pk == approver.pk
+    if same_person and not builds_settings()["ALLOW_SELF_APPROVAL"]:
+        reports.append(
+            ImportFileReport("(import)", [Problem("approver", "the requester cannot approve their own build")])
+        )
+    if reports:
+        raise ImportInvalid(reports)
+
+    result = ImportResult()
+    live_sha = dict(
+        Page.objects.filter(path__in=[path for path, _, _ in pending]).values_list("path", "current_revision__sha256")
+    )
+    changed = [(p, m, d) for p, m, d in pending if live_sha.get(p) != _markdown_sha(m)]
+    result.unchanged = len(pending) - len(changed)
+    if not changed:
+        return result
+    with transaction.atomic():
+        build = build_open(actor=requester, title=title, kind=Build.Kind.IMPORT)
+        # Embed every new chunk of the change in one batch, then draft page by page.
+        chunked = {path: chunk_markdown(document.body) for path, _, document in changed}
+        result.chunks.embedded, _ = store_chunks(chunk for chunks in chunked.values() for chunk in chunks)
+        result.chunks.new = result.chunks.embedded
+        for path, markdown, document in changed:
+            revision, stats = revision_create(
+                actor=requester, path=path, markdown=markdown, document=document, chunks=chunked[path]
+            )
+            BuildChange.objects.create(build=build, path=path, action=BuildChange.Action.WRITE, revision=revision)
+            result.created += path not in live_sha
+            result.updated += path in live_sha
+            result.chunks.total += stats.total
+        result.chunks.reused = result.chunks.total - result.chunks.new
+        build.status = Build.Status.AWAITING_REVIEW
+        build.submitted_at = timezone.now()
+        build.save(update_fields=["status", "submitted_at", "updated_at"])
+        build_promote(actor=approver, build=build, note="import")
+        result.build = Build.objects.get(pk=build.pk)
+    return result
