@@ -159,7 +159,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("BRAIN_TASK_SOFT_TIME_LIMIT", 300, minimum=1)
 CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 30
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {}
+# The one sweep a minute: re-enqueue durable build jobs whose worker died (their lease expired).
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    "builds-sweep": {"task": "builds.jobs_sweep", "schedule": 60.0},
+}
 
 # --------------------------------------------------------------------------- auth, sessions
 
@@ -244,6 +247,14 @@ BRAIN_SEARCH: dict[str, Any] = {
     # hidden neighbours (see docs/search.md, "Scale").
     "EXACT_PAGES": env_int("BRAIN_SEARCH_EXACT_PAGES", 1000, minimum=0),
     "EXACT_FRACTION": float(env_str("BRAIN_SEARCH_EXACT_FRACTION") or 0.1),
+}
+
+BRAIN_BUILD_DRIVER: dict[str, int] = {
+    # Files drafted per step (one transaction, one embedder call) and the step's lease.
+    "BATCH_SIZE": env_int("BRAIN_BUILD_BATCH_SIZE", 25, minimum=1, maximum=1000),
+    "LEASE_SECONDS": env_int("BRAIN_BUILD_LEASE_SECONDS", 300, minimum=5),
+    "MAX_ZIP_BYTES": env_int("BRAIN_IMPORT_MAX_ZIP_BYTES", 50 * 1024 * 1024, minimum=1024),
+    "MAX_FILE_BYTES": env_int("BRAIN_IMPORT_MAX_FILE_BYTES", 1024 * 1024, minimum=1024),
 }
 
 BRAIN_BUILDS: dict[str, Any] = {

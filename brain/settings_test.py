@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brain.settings import *  # noqa: F403
-from brain.settings import ALLOWED_HOSTS, CACHES
+from brain.settings import ALLOWED_HOSTS, CACHES, CELERY_BROKER_URL
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests share the embedded Redis with `make run`; keep their cache keys apart.
@@ -13,3 +13,5 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
+# Tests use their own Redis database for the broker, apart from a running `make run`.
+CELERY_BROKER_URL = CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"

@@ -156,3 +156,59 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer} {self.decision} {self.build}"
+
+
+class BuildJob(models.Model):
+    """Durable background work for a build (an import, a re-embedding), run in steps.
+
+    Postgres holds all its state. A step is claimed by taking the lease (a conditional
+    UPDATE that must change exactly one row), does one bounded batch in one transaction,
+    and releases the lease; a worker killed mid-step leaves an expired lease that the
+    minute sweep re-enqueues, so the crash costs one sweep, never the build.
+    """
+
+    class Kind(models.TextChoices):
+        IMPORT = "import"
+        REEMBED = "reembed"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    build = models.OneToOneField(Build, on_delete=models.CASCADE, related_name="job")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    steps_done = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["state", "lease_expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job for build {self.build_id} ({self.state})"
+
+
+class BuildJobItem(models.Model):
+    """One unit of a job's work (a file to draft, a chunk batch to re-embed); ``done`` once written."""
+
+    job = models.ForeignKey(BuildJob, on_delete=models.CASCADE, related_name="items")
+    ordinal = models.PositiveIntegerField()
+    path = models.CharField(max_length=255, blank=True)
+    content = models.TextField(blank=True)
+    done = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["job", "ordinal"]
+        constraints = [models.UniqueConstraint(fields=["job", "ordinal"], name="build_job_item_ordinal")]
+        indexes = [models.Index(fields=["job", "done", "ordinal"])]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}#{self.ordinal} {self.path}"

@@ -1,0 +1,282 @@
+"""The durable build driver: import builds drafted in leased, idempotent steps.
+
+Contract:
+- ``import_job_create`` validates every file up front (nothing is drafted if one is
+  invalid), opens an import build and stores the files as job items in Postgres, then
+  enqueues the first step after commit.
+- ``job_step(job_id)`` claims the job's lease with a conditional UPDATE that must change
+  exactly one row, drafts one batch of items in one transaction (embedding the batch's
+  new chunks in one call), and releases the lease in that same transaction — after
+  checking it still holds it. A worker killed mid-step rolls its transaction back and
+  leaves an expired lease behind.
+- ``jobs_sweep()`` (Celery beat, every minute) re-enqueues any unfinished job whose lease
+  is free or expired. Steps are idempotent, so a duplicate enqueue is harmless.
+- When every item is drafted the build is submitted for review: a person still has to
+  promote it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import logging
+import uuid
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from builds.models import Build, BuildChange, BuildJob, BuildJobItem
+from builds.services import ImportFileReport, ImportInvalid, build_open, build_write_page
+from corpus.chunking import chunk_markdown
+from corpus.frontmatter import PageInvalid, Problem, parse_page
+from corpus.models import Page
+from corpus.scanner import NulRefused, SecretRefused
+from corpus.services import may_write, page_validate, store_chunks
+from grants.models import Permission
+from grants.principals import Principal
+
+logger = logging.getLogger(__name__)
+
+
+def driver_settings() -> dict[str, int]:
+    defaults = {
+        "BATCH_SIZE": 25,
+        "LEASE_SECONDS": 300,
+        "MAX_ZIP_BYTES": 50 * 1024 * 1024,
+        "MAX_FILE_BYTES": 1024 * 1024,
+    }
+    return {**defaults, **getattr(settings, "BRAIN_BUILD_DRIVER", {})}
+
+
+# --------------------------------------------------------------------------- reading a tree
+
+
+class ArchiveRefused(ValueError):
+    """A folder or zip that cannot be imported as it is; the message says why."""
+
+
+def files_from_folder(root: Path) -> list[tuple[str, str]]:
+    """Every ``*.md`` under ``root`` as (relative path, text). Raises ``ArchiveRefused``."""
+    if not root.is_dir():
+        raise ArchiveRefused(f"{root} is not a directory")
+    limit = driver_settings()["MAX_FILE_BYTES"]
+    files: list[tuple[str, str]] = []
+    for file in sorted(root.rglob("*.md")):
+        relative = file.relative_to(root).as_posix()
+        if file.stat().st_size > limit:
+            raise ArchiveRefused(f"{relative} is larger than {limit} bytes")
+        try:
+            files.append((relative, file.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            raise ArchiveRefused(f"{relative} is not readable as UTF-8 text") from None
+    return files
+
+
+def files_from_zip(data: bytes | io.BufferedIOBase) -> list[tuple[str, str]]:
+    """Every ``*.md`` member of a zip as (path, text), refusing bombs and oversized entries.
+
+    Sizes are checked from the central directory *and* while reading (a lying header
+    cannot make us inflate more than the limits), without extracting to disk.
+    """
+    limits = driver_settings()
+    stream = io.BytesIO(data) if isinstance(data, bytes) else data
+    try:
+        archive = zipfile.ZipFile(stream)
+    except zipfile.BadZipFile:
+        raise ArchiveRefused("the upload is not a valid zip archive") from None
+    with archive:
+        entries = [info for info in archive.infolist() if not info.is_dir() and info.filename.endswith(".md")]
+        declared = sum(info.file_size for info in entries)
+        if declared > limits["MAX_ZIP_BYTES"]:
+            raise ArchiveRefused(f"the archive would expand to more than {limits['MAX_ZIP_BYTES']} bytes")
+        files: list[tuple[str, str]] = []
+        for info in entries:
+            if info.flag_bits & 0x1:
+                raise ArchiveRefused(f"{info.filename} is encrypted")
+            if info.file_size > limits["MAX_FILE_BYTES"]:
+                raise ArchiveRefused(f"{info.filename} is larger than {limits['MAX_FILE_BYTES']} bytes")
+            with archive.open(info) as member:
+                raw = member.read(limits["MAX_FILE_BYTES"] + 1)
+            if len(raw) > limits["MAX_FILE_BYTES"]:
+                raise ArchiveRefused(f"{info.filename} expands beyond its declared size")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ArchiveRefused(f"{info.filename} is not UTF-8 text") from None
+            # The member name is the page path: validated (not repaired) with the rest.
+            files.append((str(PurePosixPath(info.filename)) if "\\" not in info.filename else info.filename, text))
+    return files
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+def _validate(requester: Principal, files: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every file must pass the write guards and the requester's ``suggest``; else ``ImportInvalid``."""
+    reports: list[ImportFileReport] = []
+    valid: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for path, markdown in files:
+        report = ImportFileReport(path=path)
+        if path in seen:
+            report.problems.append(Problem("path", "appears twice in the import"))
+        seen.add(path)
+        try:
+            document = page_validate(actor=requester, path=path, markdown=markdown)
+        except PageInvalid as invalid:
+            report.problems.extend(invalid.problems)
+        except (SecretRefused, NulRefused) as refusal:
+            report.problems.append(Problem("content", str(refusal)))
+        else:
+            existing = Page.objects.filter(path=path).first()
+            if not may_write(requester, document, existing, Permission.SUGGEST):
+                report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
+        if report.problems:
+            reports.append(report)
+        else:
+            valid.append((path, markdown))
+    if reports:
+        raise ImportInvalid(reports)
+    return valid
+
+
+def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]], title: str) -> Build:
+    """Validate, open an import build and queue its drafting. Raises ``ImportInvalid``."""
+    from builds.tasks import build_job_step_task
+
+    valid = _validate(requester, list(files))
+    if not valid:
+        raise ImportInvalid([ImportFileReport("(import)", [Problem("files", "there are no .md files to import")])])
+    with transaction.atomic():
+        build = build_open(actor=requester, title=title, kind=Build.Kind.IMPORT)
+        job = BuildJob.objects.create(build=build, kind=BuildJob.Kind.IMPORT)
+        BuildJobItem.objects.bulk_create(
+            [BuildJobItem(job=job, ordinal=index, path=path, content=text) for index, (path, text) in enumerate(valid)],
+            batch_size=1000,
+        )
+        transaction.on_commit(lambda: build_job_step_task.delay(job.pk))
+    return build
+
+
+def _claim(job_id: int, lease_seconds: int) -> uuid.UUID | None:
+    token = uuid.uuid4()
+    now = timezone.now()
+    claimed = (
+        BuildJob.objects.filter(pk=job_id, state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING])
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .update(
+            state=BuildJob.State.RUNNING,
+            lease_token=token,
+            lease_expires_at=now + dt.timedelta(seconds=lease_seconds),
+            attempts=F("attempts") + 1,
+            updated_at=now,
+        )
+    )
+    return token if claimed == 1 else None
+
+
+def job_step(job_id: int) -> str:
+    """Run one step of job ``job_id``: ``"busy"``, ``"progress"``, ``"done"``, ``"failed"`` or ``"gone"``."""
+    from builds.tasks import build_job_step_task
+
+    config = driver_settings()
+    if not BuildJob.objects.filter(pk=job_id).exists():
+        return "gone"
+    token = _claim(job_id, config["LEASE_SECONDS"])
+    if token is None:
+        return "busy"
+    job = BuildJob.objects.select_related("build").get(pk=job_id)
+    try:
+        with transaction.atomic():
+            items = list(
+                BuildJobItem.objects.select_for_update()
+                .filter(job=job, done=False)
+                .order_by("ordinal")[: config["BATCH_SIZE"]]
+            )
+            if items:
+                # One embedder call for the whole batch, then the drafts reuse the stored chunks.
+                store_chunks(chunk for item in items for chunk in chunk_markdown(_body_of(item)))
+                for item in items:
+                    build_write_page(build=job.build, path=item.path, markdown=item.content)
+                BuildJobItem.objects.filter(pk__in=[item.pk for item in items]).update(done=True)
+            remaining = BuildJobItem.objects.filter(job=job, done=False).exists()
+            if not remaining:
+                _submit_when_drafted(job.build)
+            released = BuildJob.objects.filter(pk=job.pk, lease_token=token).update(
+                state=BuildJob.State.RUNNING if remaining else BuildJob.State.DONE,
+                lease_token=None,
+                lease_expires_at=None,
+                steps_done=F("steps_done") + 1,
+                updated_at=timezone.now(),
+            )
+            if released != 1:
+                # Our lease expired and another worker took over: undo this batch.
+                raise _LeaseLost
+            if remaining:
+                transaction.on_commit(lambda: build_job_step_task.delay(job.pk))
+    except _LeaseLost:
+        logger.warning("build job %s: lease lost, batch rolled back", job_id)
+        return "busy"
+    except (PageInvalid, SecretRefused, NulRefused) as exc:
+        _fail(job, f"a file no longer validates: {exc}")
+        return "failed"
+    return "progress" if remaining else "done"
+
+
+class _LeaseLost(Exception):
+    pass
+
+
+def _body_of(item: BuildJobItem) -> str:
+    try:
+        return parse_page(item.path, item.content).body
+    except PageInvalid:
+        return ""  # build_write_page raises the real error with its message
+
+
+def _submit_when_drafted(build: Build) -> None:
+    locked = Build.objects.select_for_update().get(pk=build.pk)
+    if locked.status == Build.Status.OPEN and BuildChange.objects.filter(build=locked).exists():
+        locked.status = Build.Status.AWAITING_REVIEW
+        locked.submitted_at = timezone.now()
+        locked.save(update_fields=["status", "submitted_at", "updated_at"])
+
+
+def _fail(job: BuildJob, message: str) -> None:
+    with transaction.atomic():
+        BuildJob.objects.filter(pk=job.pk).update(
+            state=BuildJob.State.FAILED, error=message[:2000], lease_token=None, lease_expires_at=None
+        )
+        build = Build.objects.select_for_update().get(pk=job.build_id)
+        if not build.is_terminal:
+            build.status = Build.Status.FAILED
+            build.finished_at = timezone.now()
+            build.save(update_fields=["status", "finished_at", "updated_at"])
+
+
+def jobs_sweep() -> int:
+    """Re-enqueue every unfinished job whose lease is free or expired; returns how many."""
+    from builds.tasks import build_job_step_task
+
+    now = timezone.now()
+    stale = list(
+        BuildJob.objects.filter(state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING])
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .values_list("pk", flat=True)
+    )
+    for job_id in stale:
+        build_job_step_task.delay(job_id)
+    return len(stale)
+
+
+def job_progress(build: Build) -> tuple[int, int]:
+    """(items drafted, items in total) of a build's job."""
+    job = BuildJob.objects.filter(build=build).first()
+    if job is None:
+        return 0, 0
+    return job.items.filter(done=True).count(), job.items.count()
