@@ -16,6 +16,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("corpus.urls")),
+    path("", include("builds.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

@@ -105,3 +105,50 @@ def build_list_awaiting_review(*, principal: Principal | None) -> list[Build]:
         "requester__user"
     )
     return [build for build in candidates if _approves_any_page(principal, build)]
+
+
+def _render_frontmatter(frontmatter: dict[str, object]) -> list[str]:
+    import yaml
+
+    return yaml.safe_dump(frontmatter, sort_keys=True, allow_unicode=True).splitlines()
+
+
+def _as_lines(frontmatter: dict[str, object], body: str) -> list[str]:
+    return ["---", *_render_frontmatter(frontmatter), "---", *body.splitlines()]
+
+
+def build_diff(*, build: Build) -> list[dict[str, object]]:
+    """Per change: path, action, a unified diff (frontmatter, then body) against the live page, its sources.
+
+    Call only with a build already obtained through ``build_get_visible``.
+    """
+    import difflib
+
+    result: list[dict[str, object]] = []
+    for change in build.changes.select_related("revision").order_by("path"):
+        live = Page.objects.select_related("current_revision").filter(path=change.path).first()
+        current = live.current_revision if live is not None else None
+        old = _as_lines(current.frontmatter, current.body) if current is not None else []
+        new = _as_lines(change.revision.frontmatter, change.revision.body) if change.revision is not None else []
+        diff = list(
+            difflib.unified_diff(old, new, fromfile=f"live/{change.path}", tofile=f"draft/{change.path}", lineterm="")
+        )
+        sources = list(change.revision.frontmatter.get("sources", [])) if change.revision is not None else []
+        result.append(
+            {"path": change.path, "action": change.action, "is_new": live is None, "diff": diff, "sources": sources}
+        )
+    return result
+
+
+def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object]:
+    """The JSON shape of a build for the API (ids are public ids only)."""
+    return {
+        "id": str(build.public_id),
+        "title": build.title,
+        "purpose": build.purpose,
+        "kind": build.kind,
+        "status": build.status,
+        "requester": build.requester.username if build.requester is not None else "system",
+        "changes": [{"path": change.path, "action": change.action} for change in build.changes.order_by("path")],
+        "blockers": build_promotion_blockers(build=build, approver=viewer) if viewer is not None else [],
+    }

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from builds import views
+
+app_name = "builds"
+urlpatterns = [
+    path("builds/", views.build_queue, name="build-queue"),
+    path("builds/import", views.build_import_upload, name="build-import"),
+    path("builds/<str:public_id>/", views.build_detail, name="build-detail"),
+    path("builds/<str:public_id>/approve", views.build_approve, name="build-approve"),
+    path("builds/<str:public_id>/reject", views.build_reject_view, name="build-reject"),
+    path("api/builds/<str:public_id>", views.build_api_detail, name="api-build-detail"),
+]

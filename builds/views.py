@@ -1,0 +1,129 @@
+"""Review UI and the build API: who may see a build is decided by ``build_get_visible``.
+
+A person who is neither the requester, a participant, nor a holder of approve on one of
+the build's pages gets the very same 404 as for a build id that does not exist.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from brain.errors import json_error
+from builds.driver import ArchiveRefused, files_from_zip, import_job_create, job_progress
+from builds.forms import ReviewForm, ZipImportForm
+from builds.models import Build
+from builds.selectors import (
+    build_diff,
+    build_get_visible,
+    build_list_awaiting_review,
+    build_promotion_blockers,
+    build_summary,
+)
+from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
+from grants.principals import principal_for_user
+
+
+def _visible_or_404(request: HttpRequest, public_id: str) -> Build:
+    try:
+        return build_get_visible(principal=principal_for_user(request.user), public_id=public_id)
+    except Build.DoesNotExist:
+        raise Http404("build not found") from None
+
+
+@login_required
+@require_GET
+def build_queue(request: HttpRequest) -> HttpResponse:
+    member = principal_for_user(request.user)
+    mine = list(Build.objects.filter(requester=member).order_by("-created_at")[:20]) if member else []
+    return render(
+        request,
+        "builds/build_queue.html",
+        {"awaiting": build_list_awaiting_review(principal=member), "mine": mine},
+    )
+
+
+@login_required
+@require_GET
+def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
+    build = _visible_or_404(request, public_id)
+    member = principal_for_user(request.user)
+    done, total = job_progress(build)
+    return render(
+        request,
+        "builds/build_detail.html",
+        {
+            "build": build,
+            "changes": build_diff(build=build),
+            "blockers": build_promotion_blockers(build=build, approver=member) if member else [],
+            "form": ReviewForm(),
+            "progress": {"done": done, "total": total},
+            "promotion": getattr(build, "promotion", None) if build.status == Build.Status.PROMOTED else None,
+        },
+    )
+
+
+@login_required
+@require_POST
+def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
+    build = _visible_or_404(request, public_id)
+    member = principal_for_user(request.user)
+    form = ReviewForm(request.POST)
+    if member is None or not form.is_valid():
+        raise Http404("build not found")
+    try:
+        build_promote(actor=member, build=build, note=form.cleaned_data["note"])
+    except PromotionBlocked:
+        # The detail page lists the blockers; nothing was promoted.
+        return redirect("builds:build-detail", public_id=build.public_id)
+    return redirect("builds:build-detail", public_id=build.public_id)
+
+
+@login_required
+@require_POST
+def build_reject_view(request: HttpRequest, public_id: str) -> HttpResponse:
+    build = _visible_or_404(request, public_id)
+    member = principal_for_user(request.user)
+    form = ReviewForm(request.POST)
+    if member is None or not form.is_valid():
+        raise Http404("build not found")
+    try:
+        build_reject(actor=member, build=build, note=form.cleaned_data["note"])
+    except (PermissionDenied, ValidationError):
+        raise PermissionDenied("you may not reject this build") from None
+    return redirect("builds:build-detail", public_id=build.public_id)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def build_import_upload(request: HttpRequest) -> HttpResponse:
+    member = principal_for_user(request.user)
+    if member is None:
+        raise PermissionDenied("only members can open builds")
+    form = ZipImportForm(request.POST or None, request.FILES or None)
+    problems: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            files = files_from_zip(form.cleaned_data["archive"].read())
+            build = import_job_create(requester=member, files=files, title=form.cleaned_data["title"])
+            return redirect("builds:build-detail", public_id=build.public_id)
+        except ArchiveRefused as exc:
+            problems = [str(exc)]
+        except ImportInvalid as invalid:
+            problems = [f"{report.path}: {problem}" for report in invalid.reports for problem in report.problems]
+    status = 400 if request.method == "POST" else 200
+    return render(request, "builds/build_import.html", {"form": form, "problems": problems}, status=status)
+
+
+@require_GET
+def build_api_detail(request: HttpRequest, public_id: str) -> JsonResponse:
+    if not request.user.is_authenticated:
+        return json_error("unauthenticated", "Sign in or send a credential.", 401)
+    try:
+        build = build_get_visible(principal=principal_for_user(request.user), public_id=public_id)
+    except Build.DoesNotExist:
+        return json_error("not_found", "Not found.", 404)
+    return JsonResponse(build_summary(build=build, viewer=principal_for_user(request.user)))

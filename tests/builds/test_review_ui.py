@@ -1,0 +1,108 @@
+"""The review UI end to end in the test client, and build privacy on the web and the API."""
+
+from __future__ import annotations
+
+import io
+import re
+import uuid
+import zipfile
+
+from builds.driver import job_step
+from builds.models import Build, BuildJob, Promotion
+from corpus.models import Page
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from tests.base import BrainTestCase, page_markdown, publish
+
+
+def _zip(files: dict[str, str]) -> io.BytesIO:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    buffer.seek(0)
+    buffer.name = "pages.zip"
+    return buffer
+
+
+def _normalised(response) -> bytes:
+    """The body minus what differs per response by design: the request id and CSRF masking."""
+    body = response.content.replace(response["x-request-id"].encode(), b"")
+    return re.sub(rb'name="csrfmiddlewaretoken" value="[^"]+"', b"", body)
+
+
+class ReviewUiTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        cls.victor = member_create(actor=SYSTEM, username="victor", password="pw-victor-123")
+        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
+        publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\n## Plans\n\nTeam plan.\n")
+
+    def open_import(self) -> Build:
+        self.client.force_login(self.alice.user)
+        archive = _zip(
+            {
+                "topics/pricing/price-list.md": page_markdown(
+                    title="Price list", body="# Price list\n\n## Plans\n\nTeam and Enterprise plans.\n"
+                ),
+                "topics/pricing/renewals.md": page_markdown(title="Renewals", body="# Renewals\n\nYearly.\n"),
+            }
+        )
+        with self.captureOnCommitCallbacks(execute=True):
+            response = self.client.post("/builds/import", {"title": "Pricing refresh", "archive": archive})
+        assert response.status_code == 302, response.content
+        build = Build.objects.get(title="Pricing refresh")
+        job = BuildJob.objects.get(build=build)
+        while job_step(job.pk) == "progress":  # the worker's steps, run in-process
+            pass
+        return build
+
+    def test_zip_to_live_pages_through_review(self) -> None:
+        build = self.open_import()
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "+Team and Enterprise plans." in page
+        assert "-Team plan." in page
+        assert "the requester cannot approve their own build" in page
+        assert "disabled" in page
+
+        self.client.force_login(self.victor.user)
+        queue = self.client.get("/builds/").content.decode()
+        assert "Pricing refresh" in queue
+        response = self.client.post(f"/builds/{build.public_id}/approve", {"note": "ship it"})
+        assert response.status_code == 302
+        assert Page.objects.get(path="topics/pricing/renewals.md").title == "Renewals"
+        promotion = Promotion.objects.get(build=build)
+        assert promotion.approver == self.victor
+        assert promotion.note == "ship it"
+        assert "Promoted by <strong>victor</strong>" in self.client.get(f"/builds/{build.public_id}/").content.decode()
+
+    def test_requester_cannot_self_approve_through_the_ui(self) -> None:
+        build = self.open_import()
+        self.client.post(f"/builds/{build.public_id}/approve", {"note": "mine"})
+        build.refresh_from_db()
+        assert build.status == Build.Status.AWAITING_REVIEW
+        assert not Page.objects.filter(path="topics/pricing/renewals.md").exists()
+
+    def test_invalid_zip_imports_nothing_and_lists_problems(self) -> None:
+        self.client.force_login(self.alice.user)
+        archive = _zip({"topics/pricing/Bad.md": page_markdown(), "topics/pricing/ok.md": page_markdown()})
+        response = self.client.post("/builds/import", {"title": "Broken", "archive": archive})
+        assert response.status_code == 400
+        assert "topics/pricing/Bad.md" in response.content.decode()
+        assert not Build.objects.exists()
+
+    def test_non_participant_response_is_byte_identical_to_a_missing_build(self) -> None:
+        build = self.open_import()
+        self.client.force_login(self.bob.user)
+        real = self.client.get(f"/builds/{build.public_id}/")
+        fake = self.client.get(f"/builds/{uuid.uuid4()}/")
+        assert real.status_code == fake.status_code == 404
+        assert _normalised(real) == _normalised(fake)
+        real_api = self.client.get(f"/api/builds/{build.public_id}")
+        fake_api = self.client.get(f"/api/builds/{uuid.uuid4()}")
+        assert real_api.status_code == fake_api.status_code == 404
+        assert _normalised(real_api) == _normalised(fake_api)
+        # The approver sees it, through the same endpoints.
+        self.client.force_login(self.victor.user)
+        assert self.client.get(f"/api/builds/{build.public_id}").json()["status"] == "awaiting_review"
