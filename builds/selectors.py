@@ -38,28 +38,48 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
     if not changes:
         blockers.append("the build has no changes")
     for change in changes:
+        live = (
+            Page.objects.select_related("owner__user").filter(path=change.path, current_revision__isnull=False).first()
+        )
+        if change.action in ("delete", "move"):
+            if live is None:
+                blockers.append(f"{change.path}: is no longer a live page")
+            elif not _may_retire(approver, live):
+                blockers.append(f"{change.path}: you may not approve taking this page out of the corpus")
+            if change.action == "delete":
+                continue
         if change.revision is None:
-            blockers.append(f"{change.path}: {change.action} is not supported yet")
             continue
+        target = change.revision.path  # a move's draft sits at its new path
         document = document_from_revision(change.revision)
-        existing = Page.objects.select_related("owner__user", "current_revision").filter(path=change.path).first()
+        existing = (
+            Page.objects.select_related("owner__user", "current_revision").filter(path=change.revision.path).first()
+        )
         if not approver_ok(approver, document, existing):
             owner_rule = document.change_policy == "owner" or (
                 existing is not None and existing.change_policy == "owner"
             )
             if owner_rule:
                 owner = existing.owner.username if existing is not None else document.owner
-                blockers.append(f"{change.path}: only its owner ({owner}) may approve it (change policy 'owner')")
+                blockers.append(f"{target}: only its owner ({owner}) may approve it (change policy 'owner')")
             else:
-                blockers.append(f"{change.path}: you do not hold approve on this page")
+                blockers.append(f"{target}: you do not hold approve on this page")
         if (
             existing is not None
             and existing.current_revision is not None
             and existing.current_revision.promoted_at is not None
             and existing.current_revision.promoted_at > change.revision.created_at
         ):
-            blockers.append(f"{change.path}: the live page changed after this draft was written; draft it again")
+            blockers.append(f"{target}: the live page changed after this draft was written; draft it again")
     return blockers
+
+
+def _may_retire(approver: Principal, page: Page) -> bool:
+    if isinstance(approver, SystemPrincipal):
+        return True
+    if not Page.objects.visible_to(approver, "approve").filter(pk=page.pk).exists():
+        return False
+    return page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id)
 
 
 def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str) -> Build:

@@ -26,7 +26,15 @@ from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
 from corpus.models import Page
 from corpus.scanner import NulRefused, SecretRefused
-from corpus.services import ChunkStats, may_write, page_validate, revision_create, revision_promote, store_chunks
+from corpus.services import (
+    ChunkStats,
+    may_write,
+    page_retire,
+    page_validate,
+    revision_create,
+    revision_promote,
+    store_chunks,
+)
 from grants.audit import audit_record
 from grants.models import Member, Permission
 from grants.principals import Principal, SystemPrincipal, actor_fields
@@ -171,6 +179,68 @@ def build_write_page(*, build: Build, path: str, markdown: str, document: PageDo
     return change
 
 
+def build_delete_page(*, build: Build, path: str) -> BuildChange:
+    """Propose taking the live page at ``path`` out of the corpus (history is kept).
+
+    The requester must be able to see the page and hold ``suggest`` on it; a page they
+    cannot see is reported exactly like a missing one (``Page.DoesNotExist``).
+    """
+    with transaction.atomic():
+        locked = _lock(build)
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("the build is not open for changes")
+        requester = _requester_of(locked)
+        page = Page.objects.visible_to(requester, "read").get(path=path)
+        if not Page.objects.visible_to(requester, "suggest").filter(pk=page.pk).exists():
+            raise PermissionDenied(f"you hold no suggest permission on {path}")
+        change, _ = BuildChange.objects.update_or_create(
+            build=locked, path=path, defaults={"action": BuildChange.Action.DELETE, "revision": None, "new_path": ""}
+        )
+        audit_record(
+            actor=requester, action="build.delete_page", target_type="build", target=str(locked.public_id),
+            metadata={"path": path},
+        )  # fmt: skip
+    return change
+
+
+def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
+    """Propose moving the live page at ``path`` to ``new_path`` (a draft at the new path, the old one retired).
+
+    ``new_path`` is validated, never repaired; it must not be a live page. The requester
+    needs ``suggest`` on both paths.
+    """
+    with transaction.atomic():
+        locked = _lock(build)
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("the build is not open for changes")
+        requester = _requester_of(locked)
+        page = Page.objects.visible_to(requester, "read").select_related("current_revision").get(path=path)
+        if not Page.objects.visible_to(requester, "suggest").filter(pk=page.pk).exists():
+            raise PermissionDenied(f"you hold no suggest permission on {path}")
+        if Page.objects.filter(path=new_path, current_revision__isnull=False).exists():
+            raise ValidationError({"new_path": f"{new_path} is already a live page"})
+        current = page.current_revision
+        assert current is not None  # visible pages are live
+        markdown = _markdown_of(current.frontmatter, current.body)
+        revision, _ = revision_create(actor=requester, path=new_path, markdown=markdown)
+        change, _ = BuildChange.objects.update_or_create(
+            build=locked,
+            path=path,
+            defaults={"action": BuildChange.Action.MOVE, "revision": revision, "new_path": new_path},
+        )
+        audit_record(
+            actor=requester, action="build.move_page", target_type="build", target=str(locked.public_id),
+            metadata={"path": path, "new_path": new_path},
+        )  # fmt: skip
+    return change
+
+
+def _markdown_of(frontmatter: dict[str, object], body: str) -> str:
+    import yaml
+
+    return "---\n" + yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True) + "---\n" + body
+
+
 def build_submit(*, actor: Principal, build: Build) -> Build:
     """Open → awaiting review. Only the requester; a build with no change cannot be submitted."""
     with transaction.atomic():
@@ -203,11 +273,20 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
         blockers = build_promotion_blockers(build=locked, approver=actor)
         if blockers:
             raise PromotionBlocked(blockers)
-        approved = []
+        approved: list[dict[str, str]] = []
         for change in locked.changes.select_related("revision").order_by("path"):
-            assert change.revision is not None  # writes carry a revision (database CHECK)
+            if change.action == BuildChange.Action.DELETE:
+                page_retire(actor=actor, path=change.path)
+                approved.append({"path": change.path, "action": change.action, "sha256": ""})
+                continue
+            assert change.revision is not None  # writes and moves carry a revision (database CHECK)
             revision_promote(actor=actor, revision=change.revision)
-            approved.append({"path": change.path, "action": change.action, "sha256": change.revision.sha256})
+            if change.action == BuildChange.Action.MOVE:
+                page_retire(actor=actor, path=change.path)
+            approved.append(
+                {"path": change.revision.path, "action": change.action, "sha256": change.revision.sha256,
+                 "from": change.path if change.action == BuildChange.Action.MOVE else ""}
+            )  # fmt: skip
         kind, _, label = actor_fields(actor)
         promotion = Promotion.objects.create(
             build=locked,

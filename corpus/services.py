@@ -339,6 +339,31 @@ def revision_promote(*, actor: Principal, revision: Revision) -> Page:
     return page
 
 
+def page_retire(*, actor: Principal, path: str) -> Page:
+    """Take the page at ``path`` out of the live corpus (a promoted delete or the old side of a move).
+
+    The page row and its revisions stay as history; it is no longer live, so no reader
+    sees it. ``actor`` must hold ``approve`` on it (and be its owner under the ``owner``
+    policy). Only ``builds.services.build_promote`` calls this.
+    """
+    with transaction.atomic():
+        page = Page.objects.select_for_update().select_related("owner__user").filter(path=path).first()
+        if page is None or page.current_revision_id is None:
+            raise Page.DoesNotExist(f"{path} is not a live page")
+        allowed = (
+            isinstance(actor, SystemPrincipal) or Page.objects.visible_to(actor, "approve").filter(pk=page.pk).exists()
+        )
+        if allowed and page.change_policy == "owner" and not isinstance(actor, SystemPrincipal):
+            allowed = isinstance(actor, Member) and actor.pk == page.owner_id
+        if not allowed:
+            raise PermissionDenied(f"you may not approve changes to {path}")
+        page.current_revision = None
+        page.save(update_fields=["current_revision", "updated_at"])
+        PageLink.objects.filter(from_page=page).delete()
+        audit_record(actor=actor, action="page.retire", target_type="page", target=path)
+    return page
+
+
 # --------------------------------------------------------------------------- sources
 
 
