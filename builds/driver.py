@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -37,8 +38,8 @@ from corpus.frontmatter import PageInvalid, Problem, parse_page
 from corpus.models import Page
 from corpus.scanner import NulRefused, SecretRefused
 from corpus.services import may_write, page_validate, store_chunks
-from grants.models import Permission
-from grants.principals import Principal
+from grants.models import Member, Permission
+from grants.principals import Principal, SystemPrincipal
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,77 @@ def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]],
     return build
 
 
+def reembed_job_create(*, requester: Principal, everything: bool = False) -> Build:
+    """Open a re-embedding build over every chunk whose vector was not made by the current model.
+
+    ``everything`` re-embeds all chunks. Chunk text never changes, so no page changes and
+    there is nothing for a person to approve: the build is promoted by the system when
+    its last batch is written, and the promotion record says how many vectors changed.
+    """
+    from brain import embeddings
+    from builds.tasks import build_job_step_task
+    from corpus.models import Chunk
+
+    if not isinstance(requester, Member | SystemPrincipal) or (
+        isinstance(requester, Member) and not requester.is_administrator
+    ):
+        raise PermissionDenied("only an owner or admin may re-embed the corpus")
+    model = embeddings.model_id()
+    chunks = Chunk.objects.order_by("id")
+    if not everything:
+        chunks = chunks.exclude(embedding_model=model)
+    ids = list(chunks.values_list("id", flat=True))
+    batch = driver_settings()["BATCH_SIZE"] * 4
+    with transaction.atomic():
+        build = build_open(actor=requester, title=f"Re-embed {len(ids)} chunks with {model}", kind=Build.Kind.REEMBED)
+        job = BuildJob.objects.create(build=build, kind=BuildJob.Kind.REEMBED)
+        BuildJobItem.objects.bulk_create(
+            [
+                BuildJobItem(job=job, ordinal=index, content="\n".join(ids[start : start + batch]))
+                for index, start in enumerate(range(0, len(ids), batch))
+            ]
+        )
+        transaction.on_commit(lambda: build_job_step_task.delay(job.pk))
+    return build
+
+
+def _reembed_items(items: list[BuildJobItem]) -> int:
+    from brain import embeddings
+    from corpus.chunking import ChunkText
+    from corpus.models import Chunk
+
+    ids = [chunk_id for item in items for chunk_id in item.content.split("\n") if chunk_id]
+    chunks = list(Chunk.objects.filter(id__in=ids).select_for_update())
+    vectors = embeddings.embed([ChunkText(c.heading_path, c.body).embedding_input for c in chunks])
+    model = embeddings.model_id()
+    for chunk, vector in zip(chunks, vectors, strict=True):
+        chunk.embedding = vector
+        chunk.embedding_model = model
+    Chunk.objects.bulk_update(chunks, ["embedding", "embedding_model"], batch_size=500)
+    return len(chunks)
+
+
+def _finish_reembed(build: Build) -> None:
+    from builds.models import Promotion
+
+    locked = Build.objects.select_for_update().get(pk=build.pk)
+    if locked.is_terminal:
+        return
+    total = sum(
+        len([i for i in item.content.split("\n") if i]) for item in BuildJobItem.objects.filter(job__build=locked)
+    )
+    Promotion.objects.create(
+        build=locked,
+        approver=None,
+        approver_label="system",
+        note=f"re-embedded {total} chunk vectors; no page content changed",
+        approved=[],
+    )
+    locked.status = Build.Status.PROMOTED
+    locked.finished_at = timezone.now()
+    locked.save(update_fields=["status", "finished_at", "updated_at"])
+
+
 def _claim(job_id: int, lease_seconds: int) -> uuid.UUID | None:
     token = uuid.uuid4()
     now = timezone.now()
@@ -198,15 +270,20 @@ def job_step(job_id: int) -> str:
                 .filter(job=job, done=False)
                 .order_by("ordinal")[: config["BATCH_SIZE"]]
             )
-            if items:
+            if items and job.kind == BuildJob.Kind.REEMBED:
+                _reembed_items(items)
+            elif items:
                 # One embedder call for the whole batch, then the drafts reuse the stored chunks.
                 store_chunks(chunk for item in items for chunk in chunk_markdown(_body_of(item)))
                 for item in items:
                     build_write_page(build=job.build, path=item.path, markdown=item.content)
-                BuildJobItem.objects.filter(pk__in=[item.pk for item in items]).update(done=True)
+            BuildJobItem.objects.filter(pk__in=[item.pk for item in items]).update(done=True)
             remaining = BuildJobItem.objects.filter(job=job, done=False).exists()
             if not remaining:
-                _submit_when_drafted(job.build)
+                if job.kind == BuildJob.Kind.REEMBED:
+                    _finish_reembed(job.build)
+                else:
+                    _submit_when_drafted(job.build)
             released = BuildJob.objects.filter(pk=job.pk, lease_token=token).update(
                 state=BuildJob.State.RUNNING if remaining else BuildJob.State.DONE,
                 lease_token=None,

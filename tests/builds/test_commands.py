@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import io
+import tempfile
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from builds.models import Build, BuildJobItem
+from tests.base import BrainTestCase, page_markdown
+
+
+class BuildCommandTests(BrainTestCase):
+    def test_build_import_from_a_folder_queues_a_build(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "topics" / "pricing").mkdir(parents=True)
+            (root / "topics" / "pricing" / "a.md").write_text(page_markdown(title="A"))
+            (root / "topics" / "pricing" / "b.md").write_text(page_markdown(title="B"))
+            out = io.StringIO()
+            with self.captureOnCommitCallbacks(execute=False):
+                call_command("build_import", str(root), "--requester", "alice", stdout=out)
+        build = Build.objects.get()
+        assert build.kind == Build.Kind.IMPORT
+        assert str(build.public_id) in out.getvalue()
+        assert BuildJobItem.objects.filter(job__build=build).count() == 2
+
+    def test_build_import_reports_every_bad_file(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "topics").mkdir()
+            (root / "topics" / "Bad.md").write_text(page_markdown())
+            err = io.StringIO()
+            with pytest.raises(CommandError, match="nothing was imported"):
+                call_command("build_import", str(root), "--requester", "alice", stderr=err)
+        assert "topics/Bad.md" in err.getvalue()
+        assert not Build.objects.exists()
+
+    def test_build_reembed_needs_an_administrator(self) -> None:
+        with pytest.raises(CommandError, match="owner or admin"):
+            call_command("build_reembed", "--requester", "alice")
+        with self.captureOnCommitCallbacks(execute=False):
+            call_command("build_reembed", "--requester", "charlie", stdout=io.StringIO())
+        assert Build.objects.get().kind == Build.Kind.REEMBED
