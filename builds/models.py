@@ -212,3 +212,23 @@ class BuildJobItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}#{self.ordinal} {self.path}"
+
+
+class BuildCapture(models.Model):
+    """A capture recorded on a build's branch (a draft ``Source`` until promotion)."""
+
+    build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="captures")
+    source = models.OneToOneField("corpus.Source", on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"{self.source} on {self.build_id}"
+
+
+class BuildFigure(models.Model):
+    """A figure value recorded on a build's branch (a draft ``Figure`` until promotion)."""
+
+    build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="figures")
+    figure = models.OneToOneField("corpus.Figure", on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"{self.figure} on {self.build_id}"

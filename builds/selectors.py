@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from builds.models import Build
 from corpus.models import Page
 from grants.models import Member, Permission
+from grants.predicates import effective_permission
 from grants.principals import Principal, SystemPrincipal
 
 
@@ -35,8 +36,22 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
     if is_requester and not builds_settings()["ALLOW_SELF_APPROVAL"]:
         blockers.append("the requester cannot approve their own build")
     changes = list(build.changes.select_related("revision").order_by("path"))
-    if not changes:
+    captures = list(build.captures.select_related("source"))
+    figures = list(build.figures.select_related("figure__page"))
+    if not changes and not captures and not figures:
         blockers.append("the build has no changes")
+    for capture in captures:
+        source = capture.source
+        held = effective_permission(
+            approver, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
+        )
+        if held is None or held < Permission.APPROVE:
+            blockers.append(f"capture:{source.key}: you do not hold approve on this capture")
+    for recorded in figures:
+        if not _may_approve_page(approver, recorded.figure.page):
+            blockers.append(
+                f"{recorded.figure.page.path}: you may not approve figure {recorded.figure.key} on this page"
+            )
     for change in changes:
         live = (
             Page.objects.select_related("owner__user").filter(path=change.path, current_revision__isnull=False).first()
@@ -44,7 +59,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
         if change.action in ("delete", "move"):
             if live is None:
                 blockers.append(f"{change.path}: is no longer a live page")
-            elif not _may_retire(approver, live):
+            elif not _may_approve_page(approver, live):
                 blockers.append(f"{change.path}: you may not approve taking this page out of the corpus")
             if change.action == "delete":
                 continue
@@ -74,7 +89,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
     return blockers
 
 
-def _may_retire(approver: Principal, page: Page) -> bool:
+def _may_approve_page(approver: Principal, page: Page) -> bool:
     if isinstance(approver, SystemPrincipal):
         return True
     if not Page.objects.visible_to(approver, "approve").filter(pk=page.pk).exists():

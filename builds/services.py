@@ -14,25 +14,30 @@ import hmac
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from builds.models import Build, BuildChange, BuildCredential, Promotion, Review
+from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, Promotion, Review
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
 from corpus.models import Page
+from corpus.paths import validate_page_path
 from corpus.scanner import NulRefused, SecretRefused
 from corpus.services import (
     ChunkStats,
+    drafts_publish,
+    figure_record,
     may_write,
     page_retire,
     page_validate,
     revision_create,
     revision_promote,
+    source_create,
     store_chunks,
 )
 from grants.audit import audit_record
@@ -235,6 +240,66 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
     return change
 
 
+def build_record_capture(*, build: Build, **fields: Any) -> BuildCapture:
+    """Record a capture on the branch: a draft source, invisible until the build is promoted.
+
+    Same guards as ``corpus.services.source_create`` (key form, scanner, the requester's
+    ``suggest`` on ``captures/<key>``).
+    """
+    with transaction.atomic():
+        locked = _lock(build)
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("the build is not open for changes")
+        source = source_create(actor=_requester_of(locked), draft=True, **fields)
+        capture = BuildCapture.objects.create(build=locked, source=source)
+    return capture
+
+
+def build_record_figure(
+    *, build: Build, page_path: str, key: str, value: object, unit: str = "", as_of: dt.date,
+    source_key: str | None = None,
+) -> BuildFigure:  # fmt: skip
+    """Record a figure value on the branch (a draft on a live page), invisible until promotion."""
+    with transaction.atomic():
+        locked = _lock(build)
+        if locked.status != Build.Status.OPEN:
+            raise ValidationError("the build is not open for changes")
+        figure = figure_record(
+            actor=_requester_of(locked), page_path=page_path, key=key, value=value,  # type: ignore[arg-type]
+            unit=unit, as_of=as_of, source_key=source_key, draft=True,
+        )  # fmt: skip
+        recorded = BuildFigure.objects.create(build=locked, figure=figure)
+    return recorded
+
+
+def _branch_markdown(build: Build, path: str) -> tuple[dict[str, object], str]:
+    """The page as the branch sees it: its draft on this build, else the live page the requester can read."""
+    change = (
+        BuildChange.objects.filter(build=build, path=path, action=BuildChange.Action.WRITE)
+        .select_related("revision")
+        .first()
+    )
+    if change is not None and change.revision is not None:
+        return dict(change.revision.frontmatter), change.revision.body
+    page = Page.objects.visible_to(_requester_of(build), "read").select_related("current_revision").get(path=path)
+    assert page.current_revision is not None
+    return dict(page.current_revision.frontmatter), page.current_revision.body
+
+
+def build_link_pages(*, build: Build, path: str, target: str, link: bool = True) -> BuildChange:
+    """Add (or, with ``link=False``, remove) ``target`` in the page's ``related`` list, as a new draft."""
+    validate_page_path(target)
+    frontmatter, body = _branch_markdown(build, path)
+    existing = frontmatter.get("related") or []
+    related = [str(item) for item in existing] if isinstance(existing, list) else []
+    if link and target not in related:
+        related.append(target)
+    if not link:
+        related = [item for item in related if item != target]
+    frontmatter["related"] = related
+    return build_write_page(build=build, path=path, markdown=_markdown_of(frontmatter, body))
+
+
 def _markdown_of(frontmatter: dict[str, object], body: str) -> str:
     import yaml
 
@@ -249,7 +314,7 @@ def build_submit(*, actor: Principal, build: Build) -> Build:
             raise PermissionDenied("only the build's requester may submit it")
         if locked.status != Build.Status.OPEN:
             raise ValidationError("only an open build can be submitted")
-        if not locked.changes.exists():
+        if not (locked.changes.exists() or locked.captures.exists() or locked.figures.exists()):
             raise ValidationError("the build has no changes to review")
         locked.status = Build.Status.AWAITING_REVIEW
         locked.submitted_at = timezone.now()
@@ -287,6 +352,11 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
                 {"path": change.revision.path, "action": change.action, "sha256": change.revision.sha256,
                  "from": change.path if change.action == BuildChange.Action.MOVE else ""}
             )  # fmt: skip
+        drafts_publish(
+            actor=actor,
+            source_ids=list(locked.captures.values_list("source_id", flat=True)),
+            figure_ids=list(locked.figures.values_list("figure_id", flat=True)),
+        )
         kind, _, label = actor_fields(actor)
         promotion = Promotion.objects.create(
             build=locked,

@@ -58,6 +58,8 @@ def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         {
             "build": build,
             "changes": build_diff(build=build),
+            "captures": [c.source for c in build.captures.select_related("source")],
+            "figures": [f.figure for f in build.figures.select_related("figure__page")],
             "blockers": build_promotion_blockers(build=build, approver=member) if member else [],
             "form": ReviewForm(),
             "progress": {"done": done, "total": total},

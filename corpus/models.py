@@ -196,6 +196,8 @@ class Source(models.Model):
     captured_at = models.DateTimeField()
     created_by = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # False while the capture is a draft on a build branch: no reader sees it until promotion.
+    is_live = models.BooleanField(default=True)
 
     objects = SourceQuerySet.as_manager()
 
@@ -233,6 +235,8 @@ class Figure(models.Model):
     source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="figures", null=True, blank=True)
     recorded_by = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # False while the value is a draft on a build branch: no reader sees it until promotion.
+    is_live = models.BooleanField(default=True)
 
     objects = FigureQuerySet.as_manager()
 

@@ -64,11 +64,12 @@ class ChunkQuerySet(models.QuerySet["Chunk"]):
 
 class SourceQuerySet(models.QuerySet["Source"]):
     def visible_to(self, principal: Principal | None, permission: int | str = "read") -> SourceQuerySet:
-        """Sources reached by ``principal``'s grants on ``captures/<key>``, category and tier."""
+        """Live sources reached by ``principal``'s grants on ``captures/<key>``, category and tier."""
         if principal is None:
             return self.none()
+        live = self.filter(is_live=True)
         predicate = visible_ids_sql(principal, permission, table="corpus_source", path_column="scope_path")
-        return self if predicate is None else self.filter(pk__in=RawSQL(*predicate))
+        return live if predicate is None else live.filter(pk__in=RawSQL(*predicate))
 
 
 class FigureQuerySet(models.QuerySet["Figure"]):
@@ -76,4 +77,4 @@ class FigureQuerySet(models.QuerySet["Figure"]):
         """Figure records whose page is visible to ``principal``."""
         if principal is None:
             return self.none()
-        return self.filter(page__in=_pages(principal, permission).values("pk"))
+        return self.filter(is_live=True, page__in=_pages(principal, permission).values("pk"))

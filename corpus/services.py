@@ -364,6 +364,19 @@ def page_retire(*, actor: Principal, path: str) -> Page:
     return page
 
 
+def drafts_publish(*, actor: Principal, source_ids: list[int], figure_ids: list[int]) -> None:
+    """Make draft captures and figure values live. Only ``builds.services.build_promote`` calls this,
+    after its blockers confirmed ``actor`` may approve each of them."""
+    with transaction.atomic():
+        Source.objects.filter(pk__in=source_ids, is_live=False).update(is_live=True)
+        Figure.objects.filter(pk__in=figure_ids, is_live=False).update(is_live=True)
+        if source_ids or figure_ids:
+            audit_record(
+                actor=actor, action="drafts.publish", target_type="corpus",
+                metadata={"captures": len(source_ids), "figures": len(figure_ids)},
+            )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- sources
 
 
@@ -394,6 +407,7 @@ def source_create(
     sensitivity: str = "ordinary",
     captured_at: dt.datetime | None = None,
     tags: Iterable[str] = (),
+    draft: bool = False,
 ) -> Source:
     """Record a capture. ``actor`` needs ``suggest`` on ``captures/<key>`` (as it will be).
 
@@ -443,8 +457,9 @@ def source_create(
             sensitivity=tier,
             captured_at=captured_at or timezone.now(),
             created_by=actor if isinstance(actor, Member) else None,
+            is_live=not draft,
         )
-        audit_record(actor=actor, action="source.create", target_type="source", target=key)
+        audit_record(actor=actor, action="source.create", target_type="source", target=key, metadata={"draft": draft})
     return source
 
 
@@ -495,8 +510,11 @@ def figure_record(
     unit: str = "",
     as_of: dt.date,
     source_key: str | None = None,
+    draft: bool = False,
 ) -> Figure:
     """Record a new value of figure ``key`` on a live page (history is kept).
+
+    ``draft=True`` records it on a build branch: invisible until the build is promoted.
 
     Needs ``suggest`` on the page; a page the actor cannot see is ``Page.DoesNotExist``.
     """
@@ -530,6 +548,7 @@ def figure_record(
             page=page,
             source=source,
             recorded_by=actor if isinstance(actor, Member) else None,
+            is_live=not draft,
         )
         audit_record(
             actor=actor, action="figure.record", target_type="figure", target=key, metadata={"page": page_path}

@@ -55,3 +55,48 @@ class BranchChangeTests(BrainTestCase):
         alices = build_open(actor=self.alice, title="Alice")
         with pytest.raises(ValidationError):
             build_move_page(build=alices, path="topics/pricing/price-list.md", new_path=DISCOUNT_POLICY)
+
+
+class BranchDraftsTests(BranchChangeTests):
+    def test_captures_figures_and_links_are_drafts_until_promotion(self) -> None:
+        import datetime as dt
+
+        from builds.services import build_link_pages, build_record_capture, build_record_figure
+        from corpus.models import Figure, Source
+        from corpus.selectors import figure_current, page_relationships, source_get_visible
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=self.victor, path="captures/", permission="approve")
+        grant_issue(actor=SYSTEM, member=self.bob, path="captures/", permission="read")
+        publish("topics/pricing/renewals.md", title="Renewals")
+        build = build_open(actor=self.alice, title="Sourced update")
+        build_record_capture(build=build, key="tickets/sup-7", kind="ticket", title="SUP-7", text="Customer asks.")
+        build_record_figure(
+            build=build, page_path="topics/pricing/price-list.md", key="seat-price", value="12", unit="EUR",
+            as_of=dt.date(2026, 11, 1),
+        )  # fmt: skip
+        build_link_pages(build=build, path="topics/pricing/price-list.md", target="topics/pricing/renewals.md")
+        with pytest.raises(Source.DoesNotExist):
+            source_get_visible(principal=self.bob, key="tickets/sup-7")
+        with pytest.raises(Figure.DoesNotExist):
+            figure_current(principal=self.bob, key="seat-price")
+        assert page_relationships(principal=self.bob, path="topics/pricing/price-list.md")["related"] == []
+
+        build = build_submit(actor=self.alice, build=build)
+        build_promote(actor=self.victor, build=build)
+        assert source_get_visible(principal=self.bob, key="tickets/sup-7").title == "SUP-7"
+        assert figure_current(principal=self.bob, key="seat-price").unit == "EUR"
+        related = page_relationships(principal=self.bob, path="topics/pricing/price-list.md")["related"]
+        assert [item["path"] for item in related] == ["topics/pricing/renewals.md"]
+
+    def test_capture_approval_is_a_blocker(self) -> None:
+        from builds.selectors import build_promotion_blockers
+        from builds.services import build_record_capture
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        build = build_open(actor=self.alice, title="Capture only")
+        build_record_capture(build=build, key="tickets/sup-8", kind="ticket", title="SUP-8")
+        build = build_submit(actor=self.alice, build=build)
+        assert build_promotion_blockers(build=build, approver=self.victor) == [
+            "capture:tickets/sup-8: you do not hold approve on this capture"
+        ]
