@@ -9,6 +9,7 @@ urlpatterns = [
     path("builds/", views.build_queue, name="build-queue"),
     path("builds/import", views.build_import_upload, name="build-import"),
     path("builds/<str:public_id>/", views.build_detail, name="build-detail"),
+    path("builds/<str:public_id>/progress", views.build_progress, name="build-progress"),
     path("builds/<str:public_id>/approve", views.build_approve, name="build-approve"),
     path("builds/<str:public_id>/reject", views.build_reject_view, name="build-reject"),
     path("api/builds/<str:public_id>", views.build_api_detail, name="api-build-detail"),

@@ -69,6 +69,15 @@ def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 @login_required
+@require_GET
+def build_progress(request: HttpRequest, public_id: str) -> HttpResponse:
+    """The progress fragment the build page polls (htmx) while an import is being drafted."""
+    build = _visible_or_404(request, public_id)
+    done, total = job_progress(build)
+    return render(request, "builds/_progress.html", {"build": build, "progress": {"done": done, "total": total}})
+
+
+@login_required
 @require_POST
 def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)

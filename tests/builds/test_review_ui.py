@@ -54,8 +54,12 @@ class ReviewUiTests(BrainTestCase):
         assert response.status_code == 302, response.content
         build = Build.objects.get(title="Pricing refresh")
         job = BuildJob.objects.get(build=build)
+        progress = self.client.get(f"/builds/{build.public_id}/progress").content.decode()
+        assert "Drafting: 0 of 2 written" in progress
+        assert 'hx-trigger="every 2s"' in progress
         while job_step(job.pk) == "progress":  # the worker's steps, run in-process
             pass
+        assert "Drafting finished" in self.client.get(f"/builds/{build.public_id}/progress").content.decode()
         return build
 
     def test_zip_to_live_pages_through_review(self) -> None:
