@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brain.settings import *  # noqa: F403
-from brain.settings import ALLOWED_HOSTS, CACHES, CELERY_BROKER_URL
+from brain.settings import ALLOWED_HOSTS, CACHES, CELERY_BROKER_URL, DATABASES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests share the embedded Redis with `make run`; keep their cache keys apart.
@@ -15,3 +15,6 @@ STORAGES = {
 ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
 # Tests use their own Redis database for the broker, apart from a running `make run`.
 CELERY_BROKER_URL = CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
+# Live-server threads must not keep connections open past a test (the test database is
+# dropped at the end of the run).
+DATABASES["default"]["CONN_MAX_AGE"] = 0

@@ -17,6 +17,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("corpus.urls")),
     path("", include("builds.urls")),
+    path("", include("mcp_api.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

@@ -118,6 +118,9 @@ def build_credential_issue(
             raise PermissionDenied("only the build's requester may issue its credentials")
         if locked.status != Build.Status.OPEN:
             raise ValidationError("credentials are issued only for open builds")
+        if locked.requester_id is None:
+            # A credential acts with its requester's grants; the system actor has no limits.
+            raise ValidationError("credentials are issued only for builds a member requested")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         credential = BuildCredential.objects.create(
             build=locked,

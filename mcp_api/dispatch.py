@@ -1,0 +1,145 @@
+"""One JSON-RPC 2.0 dispatcher for every MCP entry point.
+
+Stateless: each message is complete; ``tools/call`` works without ``initialize``.
+Returns ``None`` for notifications (the view answers 202). Errors never carry a stack,
+SQL, a file path or an internal id — the request id travels in the HTTP header and in
+the error's ``data``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
+from pydantic import ValidationError as ArgsInvalid
+
+import brain
+from brain.embeddings import EmbeddingError
+from brain.request_context import get_request_id
+from builds.services import PromotionBlocked
+from corpus.frontmatter import PageInvalid
+from corpus.paths import PathError
+from corpus.scanner import NulRefused, SecretRefused
+from corpus.search import SearchError
+from mcp_api.tools import Caller, tool_for, tools_for
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+DEFAULT_VERSION = "2025-06-18"
+PAGE_SIZE = 50
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+def error(message_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": code, "message": message, "data": {"request_id": get_request_id(), **(data or {})}}
+    return {"jsonrpc": "2.0", "id": message_id, "error": body}
+
+
+def _result(message_id: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message_id, "result": result}
+
+
+def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | None:
+    """Answer one JSON-RPC message for ``caller``; None for a notification."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        return error(
+            message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST, "Invalid JSON-RPC 2.0 request"
+        )
+    method: str = message["method"]
+    if "id" not in message:
+        return None  # notifications (initialized, cancelled, …) need no answer
+    message_id = message["id"]
+    params = message.get("params") or {}
+    if not isinstance(params, dict):
+        return error(message_id, INVALID_PARAMS, "params must be an object")
+    if method == "initialize":
+        requested = params.get("protocolVersion")
+        return _result(
+            message_id,
+            {
+                "protocolVersion": requested if requested in SUPPORTED_VERSIONS else version,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "brain", "version": brain.__version__},
+                "instructions": "Brain: the organisation's governed corpus. Reads run under your own grants.",
+            },
+        )
+    if method == "ping":
+        return _result(message_id, {})
+    if method == "tools/list":
+        return _tools_list(message_id, params, caller)
+    if method == "tools/call":
+        return _tools_call(message_id, params, caller)
+    return error(message_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def _tools_list(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    tools = tools_for(caller)
+    start = 0
+    cursor = params.get("cursor")
+    if cursor is not None:
+        try:
+            start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode())
+        except (ValueError, UnicodeDecodeError):
+            return error(message_id, INVALID_PARAMS, "Invalid cursor")
+    page = tools[start : start + PAGE_SIZE]
+    result: dict[str, Any] = {"tools": [tool.describe() for tool in page]}
+    if start + PAGE_SIZE < len(tools):
+        result["nextCursor"] = base64.urlsafe_b64encode(str(start + PAGE_SIZE).encode()).decode()
+    return _result(message_id, result)
+
+
+def _tool_error(message_id: Any, text: str) -> dict[str, Any]:
+    return _result(message_id, {"content": [{"type": "text", "text": text}], "isError": True})
+
+
+def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    name = params.get("name")
+    tool = tool_for(caller, name) if isinstance(name, str) else None
+    if tool is None:
+        # A tool the caller may not use is answered exactly like one that does not exist.
+        return error(message_id, INVALID_PARAMS, f"Unknown tool: {name}")
+    arguments = params.get("arguments") or {}
+    try:
+        args = tool.input_model.model_validate(arguments)
+    except ArgsInvalid as invalid:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or 'arguments'}: {item['msg']}" for item in invalid.errors()
+        )
+        return _tool_error(message_id, f"Invalid arguments: {problems}")
+    try:
+        output = tool.handler(caller, args)
+    except ObjectDoesNotExist:
+        return _tool_error(message_id, "Not found.")
+    except PageInvalid as invalid:
+        return _tool_error(message_id, "The page is not valid: " + "; ".join(str(p) for p in invalid.problems))
+    except (SecretRefused, NulRefused, SearchError, PathError, PermissionError) as refused:
+        return _tool_error(message_id, str(refused))
+    except PromotionBlocked as blocked:
+        return _tool_error(message_id, "; ".join(blocked.blockers))
+    except PermissionDenied as denied:
+        return _tool_error(message_id, str(denied) or "You may not do this.")
+    except ValidationError as invalid:
+        return _tool_error(message_id, "; ".join(invalid.messages))
+    except EmbeddingError:
+        return _tool_error(message_id, "The embedding service is unavailable; try again shortly.")
+    except Exception:
+        logger.exception("tool %s failed", tool.name)
+        return error(message_id, INTERNAL_ERROR, "Internal error; quote the request id.")
+    structured = output.model_dump(mode="json")
+    return _result(
+        message_id,
+        {
+            "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+            "structuredContent": structured,
+            "isError": False,
+        },
+    )

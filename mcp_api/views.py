@@ -1,0 +1,90 @@
+"""MCP over Streamable HTTP, JSON only, stateless: one POST is one JSON-RPC message.
+
+Transport rules (shared by every MCP endpoint): POST only (GET/DELETE → 405 with
+``Allow: POST``); a foreign ``Origin`` → 403; ``MCP-Protocol-Version`` absent → 2025-06-18,
+supported → echoed on every response (errors included), unsupported → 400 listing the
+supported ones; notifications → 202; every response carries ``x-request-id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from mcp_api.auth import build_caller
+from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
+from mcp_api.tools import Caller
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def _json(body: dict[str, object], status: int, version: str) -> JsonResponse:
+    response = JsonResponse(body, status=status)
+    response["MCP-Protocol-Version"] = version
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _origin_allowed(request: HttpRequest) -> bool:
+    origin = request.META.get("HTTP_ORIGIN")
+    if not origin:
+        return True  # non-browser clients send none
+    ours = urlsplit(settings.BRAIN_BASE_URL)
+    theirs = urlsplit(origin)
+    return (theirs.scheme, theirs.netloc) == (ours.scheme, ours.netloc)
+
+
+def _endpoint(
+    authenticate: Callable[[HttpRequest], Caller | None], realm_hint: str
+) -> Callable[[HttpRequest], HttpResponse]:
+    @csrf_exempt
+    def view(request: HttpRequest) -> HttpResponse:
+        version = request.META.get("HTTP_MCP_PROTOCOL_VERSION") or DEFAULT_VERSION
+        if request.method != "POST":
+            response = _json(
+                error(None, INVALID_REQUEST, "Use POST: this endpoint speaks JSON-RPC over Streamable HTTP (no SSE)."),
+                405,
+                DEFAULT_VERSION if version not in SUPPORTED_VERSIONS else version,
+            )
+            response["Allow"] = "POST"
+            return response
+        if version not in SUPPORTED_VERSIONS:
+            supported = ", ".join(SUPPORTED_VERSIONS)
+            body = error(
+                None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version; supported: {supported}",
+                {"supported": list(SUPPORTED_VERSIONS)},
+            )  # fmt: skip
+            return _json(body, 400, DEFAULT_VERSION)
+        if not _origin_allowed(request):
+            return _json(error(None, INVALID_REQUEST, "Origin not allowed"), 403, version)
+        caller = authenticate(request)
+        if caller is None:
+            challenge = _json(error(None, INVALID_REQUEST, "A valid bearer credential is required."), 401, version)
+            challenge["WWW-Authenticate"] = f'Bearer realm="{realm_hint}", error="invalid_token"'
+            return challenge
+        if len(request.body) > MAX_BODY_BYTES:
+            return _json(error(None, INVALID_REQUEST, "Request body too large"), 413, version)
+        try:
+            message = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError):
+            return _json(error(None, PARSE_ERROR, "Parse error: the body is not JSON"), 400, version)
+        if isinstance(message, list):
+            return _json(
+                error(None, INVALID_REQUEST, "Batches are not supported: send one message per POST"), 400, version
+            )
+        answer = dispatch(message, caller, version)
+        if answer is None:
+            accepted = HttpResponse(status=202)
+            accepted["MCP-Protocol-Version"] = version
+            return accepted
+        return _json(answer, 200, version)
+
+    return view
+
+
+build_mcp = _endpoint(build_caller, "brain-build")
