@@ -264,6 +264,13 @@ BRAIN_BUILDS: dict[str, Any] = {
     "ALLOW_SELF_APPROVAL": env_bool("BRAIN_BUILDS_ALLOW_SELF_APPROVAL", False),
 }
 
+# MCP calls per principal per one-minute window, by class.
+BRAIN_MCP_RATE_LIMITS: dict[str, int] = {
+    "read": env_int("BRAIN_MCP_RATE_READ", 600, minimum=1),
+    "search": env_int("BRAIN_MCP_RATE_SEARCH", 120, minimum=1),
+    "ask": env_int("BRAIN_MCP_RATE_ASK", 10, minimum=1),
+}
+
 LLM: dict[str, Any] = {
     "BASE_URL": env_url("LLM_BASE_URL", schemes=("http", "https")),
     "API_KEY": env_secret("LLM_API_KEY"),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+
 from brain.settings import *  # noqa: F403
 from brain.settings import ALLOWED_HOSTS, CACHES, CELERY_BROKER_URL, DATABASES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-# Tests share the embedded Redis with `make run`; keep their cache keys apart.
-CACHES["default"]["KEY_PREFIX"] = "brain-test"
+# Tests share the embedded Redis with `make run`; keep their cache keys apart, and apart
+# from the previous run's (rate-limit windows outlive a fast re-run).
+CACHES["default"]["KEY_PREFIX"] = f"brain-test-{uuid.uuid4().hex[:12]}"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -24,6 +24,7 @@ from corpus.frontmatter import PageInvalid
 from corpus.paths import PathError
 from corpus.scanner import NulRefused, SecretRefused
 from corpus.search import SearchError
+from mcp_api import ratelimit
 from mcp_api.tools import Caller, tool_for, tools_for
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
     if tool is None:
         # A tool the caller may not use is answered exactly like one that does not exist.
         return error(message_id, INVALID_PARAMS, f"Unknown tool: {name}")
+    ratelimit.hit(principal_key=caller.rate_key, rate_class=tool.rate_class)  # raises RateLimited → 429
     arguments = params.get("arguments") or {}
     try:
         args = tool.input_model.model_validate(arguments)

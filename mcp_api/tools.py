@@ -58,6 +58,11 @@ class Caller:
     scopes: frozenset[str] = frozenset()
     build: Build | None = None
 
+    @property
+    def rate_key(self) -> str:
+        """Rate windows are per principal: every credential of one person shares them."""
+        return f"{type(self.principal).__name__.lower()}:{getattr(self.principal, 'pk', 'system')}"
+
 
 class Args(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -18,9 +18,11 @@ from django.views.decorators.csrf import csrf_exempt
 
 from mcp_api.auth import build_caller
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
+from mcp_api.ratelimit import RateLimited
 from mcp_api.tools import Caller
 
 MAX_BODY_BYTES = 1024 * 1024
+RATE_LIMITED = -32029  # implementation-defined server error range
 
 
 def _json(body: dict[str, object], status: int, version: str) -> JsonResponse:
@@ -77,7 +79,15 @@ def _endpoint(
             return _json(
                 error(None, INVALID_REQUEST, "Batches are not supported: send one message per POST"), 400, version
             )
-        answer = dispatch(message, caller, version)
+        try:
+            answer = dispatch(message, caller, version)
+        except RateLimited as limited:
+            message_id = message.get("id") if isinstance(message, dict) else None
+            body = error(message_id, RATE_LIMITED, f"Rate limit exceeded; retry after {limited.retry_after} seconds.",
+                         {"retry_after": limited.retry_after})  # fmt: skip
+            throttled = _json(body, 429, version)
+            throttled["Retry-After"] = str(limited.retry_after)
+            return throttled
         if answer is None:
             accepted = HttpResponse(status=202)
             accepted["MCP-Protocol-Version"] = version

@@ -159,3 +159,20 @@ class TransportTests(LiveServerTestCase):
             assert "Traceback" not in text
             assert "/work/" not in text
             assert "SELECT" not in text
+
+
+class RateLimitTests(TransportTests):
+    def test_429_with_retry_after_and_the_request_id(self) -> None:
+        from django.test import override_settings
+
+        call = {"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "find_page", "arguments": {}}}
+        with override_settings(BRAIN_MCP_RATE_LIMITS={"read": 3, "search": 1, "ask": 1}):
+            statuses = [self.post(call).status_code for _ in range(3)]
+            limited = self.post(call)
+        assert statuses == [200, 200, 200]
+        assert limited.status_code == 429
+        assert 1 <= int(limited.headers["Retry-After"]) <= 60
+        assert limited.headers["Cache-Control"] == "no-store"
+        body = limited.json()
+        assert body["id"] == 42
+        assert body["error"]["data"]["request_id"] == limited.headers["x-request-id"]
