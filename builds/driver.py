@@ -32,13 +32,12 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
-from builds.services import ImportFileReport, ImportInvalid, build_open, build_write_page
+from builds.services import ImportFileReport, ImportInvalid, build_open, build_write_page, validate_import_files
 from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageInvalid, Problem, parse_page
-from corpus.models import Page
 from corpus.scanner import NulRefused, SecretRefused
-from corpus.services import may_write, page_validate, store_chunks
-from grants.models import Member, Permission
+from corpus.services import store_chunks
+from grants.models import Member
 from grants.principals import Principal, SystemPrincipal
 
 logger = logging.getLogger(__name__)
@@ -119,31 +118,10 @@ def files_from_zip(data: bytes | io.BufferedIOBase) -> list[tuple[str, str]]:
 
 def _validate(requester: Principal, files: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Every file must pass the write guards and the requester's ``suggest``; else ``ImportInvalid``."""
-    reports: list[ImportFileReport] = []
-    valid: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for path, markdown in files:
-        report = ImportFileReport(path=path)
-        if path in seen:
-            report.problems.append(Problem("path", "appears twice in the import"))
-        seen.add(path)
-        try:
-            document = page_validate(actor=requester, path=path, markdown=markdown)
-        except PageInvalid as invalid:
-            report.problems.extend(invalid.problems)
-        except (SecretRefused, NulRefused) as refusal:
-            report.problems.append(Problem("content", str(refusal)))
-        else:
-            existing = Page.objects.filter(path=path).first()
-            if not may_write(requester, document, existing, Permission.SUGGEST):
-                report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
-        if report.problems:
-            reports.append(report)
-        else:
-            valid.append((path, markdown))
+    pending, reports = validate_import_files(requester=requester, files=files)
     if reports:
         raise ImportInvalid(reports)
-    return valid
+    return [(path, markdown) for path, markdown, _ in pending]
 
 
 def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]], title: str) -> Build:

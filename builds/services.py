@@ -456,16 +456,14 @@ def _markdown_sha(markdown: str) -> str:
     return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
 
 
-def build_import(
-    *, requester: Principal, approver: Principal, files: Iterable[tuple[str, str]], title: str = "Import"
-) -> ImportResult:
-    """Import ``(path, markdown)`` pairs as one import build, promoted by ``approver``.
+def validate_import_files(
+    *, requester: Principal, files: Iterable[tuple[str, str]], approver: Principal | None = None
+) -> tuple[list[tuple[str, str, PageDocument]], list[ImportFileReport]]:
+    """Check every file of an import: path, frontmatter, references, NUL, secrets, the
+    requester's ``suggest`` and (when an approver is named) their ``approve``.
 
-    All or nothing: every file is validated first (path, frontmatter, references,
-    secrets, the requester's ``suggest``, the approver's ``approve`` and the promotion
-    blockers); if any fails, ``ImportInvalid`` lists every failing file and rule and
-    nothing is written. A file identical to its live revision is left out, so a
-    re-import computes no embedding. All new chunks are embedded in one batched call.
+    Returns the valid files with their parsed documents and a report per failing file;
+    writes nothing except the audit rows of secret refusals.
     """
     from corpus.services import approver_ok
 
@@ -487,11 +485,26 @@ def build_import(
             existing = Page.objects.filter(path=path).first()
             if not may_write(requester, document, existing, Permission.SUGGEST):
                 report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
-            if not approver_ok(approver, document, existing):
+            if approver is not None and not approver_ok(approver, document, existing):
                 report.problems.append(Problem("permission", "the approver may not approve this page"))
             pending.append((path, markdown, document))
         if report.problems:
             reports.append(report)
+    return pending, reports
+
+
+def build_import(
+    *, requester: Principal, approver: Principal, files: Iterable[tuple[str, str]], title: str = "Import"
+) -> ImportResult:
+    """Import ``(path, markdown)`` pairs as one import build, promoted by ``approver``.
+
+    All or nothing: every file is validated first (path, frontmatter, references,
+    secrets, the requester's ``suggest``, the approver's ``approve`` and the promotion
+    blockers); if any fails, ``ImportInvalid`` lists every failing file and rule and
+    nothing is written. A file identical to its live revision is left out, so a
+    re-import computes no embedding. All new chunks are embedded in one batched call.
+    """
+    pending, reports = validate_import_files(requester=requester, approver=approver, files=files)
     same_person = isinstance(requester, Member) and isinstance(approver, Member) and requester.pk == approver.pk
     if same_person and not builds_settings()["ALLOW_SELF_APPROVAL"]:
         reports.append(
