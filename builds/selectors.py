@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db.models import QuerySet
 
-from builds.models import Build
+from builds.models import Build, BuildChange
 from corpus.models import Page
 from grants.models import Member, Permission
 from grants.predicates import effective_permission
@@ -40,19 +41,35 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
     figures = list(build.figures.select_related("figure__page"))
     if not changes and not captures and not figures:
         blockers.append("the build has no changes")
+    hidden = "the build changes pages you may not approve"  # never a path or a count
     for capture in captures:
         source = capture.source
         held = effective_permission(
             approver, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
         )
-        if held is None or held < Permission.APPROVE:
+        if held is None:
+            if hidden not in blockers:
+                blockers.append(hidden)
+        elif held < Permission.APPROVE:
             blockers.append(f"capture:{source.key}: you do not hold approve on this capture")
     for recorded in figures:
-        if not _may_approve_page(approver, recorded.figure.page):
+        readable = (
+            isinstance(approver, SystemPrincipal)
+            or Page.objects.visible_to(approver, "read").filter(pk=recorded.figure.page_id).exists()
+        )
+        if not readable:
+            if hidden not in blockers:
+                blockers.append(hidden)
+        elif not _may_approve_page(approver, recorded.figure.page):
             blockers.append(
                 f"{recorded.figure.page.path}: you may not approve figure {recorded.figure.key} on this page"
             )
     for change in changes:
+        if not viewer_reads_change(approver, change):
+            # Never name a page the approver cannot read, nor how many there are.
+            if hidden not in blockers:
+                blockers.append(hidden)
+            continue
         live = (
             Page.objects.select_related("owner__user").filter(path=change.path, current_revision__isnull=False).first()
         )
@@ -152,8 +169,49 @@ def _as_lines(frontmatter: dict[str, object], body: str) -> list[str]:
     return ["---", *_render_frontmatter(frontmatter), "---", *body.splitlines()]
 
 
-def build_diff(*, build: Build) -> list[dict[str, object]]:
-    """Per change: path, action, a unified diff (frontmatter, then body) against the live page, its sources.
+def viewer_reads_change(viewer: Principal | None, change: BuildChange) -> bool:
+    """Whether ``viewer`` may read the page a change touches, as it is and as it will be.
+
+    A build is visible to anyone approving one of its pages; the *other* pages' paths and
+    content stay hidden from them unless their own grants allow reading them.
+    """
+    from corpus.services import document_from_revision, may_write
+
+    if isinstance(viewer, SystemPrincipal):
+        return True
+    if viewer is None:
+        return False
+    live = Page.objects.filter(path=change.path, current_revision__isnull=False).first()
+    if live is not None and not Page.objects.visible_to(viewer, "read").filter(pk=live.pk).exists():
+        return False
+    if change.revision is None:
+        return live is not None
+    existing = Page.objects.filter(path=change.revision.path).first()
+    return may_write(viewer, document_from_revision(change.revision), existing, Permission.READ)
+
+
+def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[Any]]:
+    """The build's draft captures and figure values that ``viewer`` could read once live."""
+    captures = []
+    for capture in build.captures.select_related("source"):
+        source = capture.source
+        held = effective_permission(
+            viewer, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
+        )
+        if held is not None:
+            captures.append(source)
+    figures = [
+        recorded.figure
+        for recorded in build.figures.select_related("figure__page")
+        if viewer is not None and Page.objects.visible_to(viewer, "read").filter(pk=recorded.figure.page_id).exists()
+    ]
+    return {"captures": captures, "figures": figures}
+
+
+def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, object]]:
+    """Per change ``viewer`` may read: path, action, a unified diff (frontmatter, then body)
+    against the live page, and its sources. Changes to pages the viewer cannot read are left
+    out entirely (no path, no count).
 
     Call only with a build already obtained through ``build_get_visible``.
     """
@@ -161,6 +219,8 @@ def build_diff(*, build: Build) -> list[dict[str, object]]:
 
     result: list[dict[str, object]] = []
     for change in build.changes.select_related("revision").order_by("path"):
+        if not viewer_reads_change(viewer, change):
+            continue
         live = Page.objects.select_related("current_revision").filter(path=change.path).first()
         current = live.current_revision if live is not None else None
         old = _as_lines(current.frontmatter, current.body) if current is not None else []
@@ -176,7 +236,8 @@ def build_diff(*, build: Build) -> list[dict[str, object]]:
 
 
 def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object]:
-    """The JSON shape of a build for the API (ids are public ids only)."""
+    """The JSON shape of a build for the API (ids are public ids only), as ``viewer`` may see it."""
+    drafts = visible_drafts(build=build, viewer=viewer)
     return {
         "id": str(build.public_id),
         "title": build.title,
@@ -184,6 +245,12 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
         "kind": build.kind,
         "status": build.status,
         "requester": build.requester.username if build.requester is not None else "system",
-        "changes": [{"path": change.path, "action": change.action} for change in build.changes.order_by("path")],
+        "changes": [
+            {"path": change.path, "action": change.action}
+            for change in build.changes.select_related("revision").order_by("path")
+            if viewer_reads_change(viewer, change)
+        ],
+        "captures": [f"capture:{source.key}" for source in drafts["captures"]],
+        "figures": [figure.key for figure in drafts["figures"]],
         "blockers": build_promotion_blockers(build=build, approver=viewer) if viewer is not None else [],
     }

@@ -22,6 +22,7 @@ from builds.selectors import (
     build_list_awaiting_review,
     build_promotion_blockers,
     build_summary,
+    visible_drafts,
 )
 from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
 from grants.principals import principal_for_user
@@ -57,9 +58,8 @@ def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
         "builds/build_detail.html",
         {
             "build": build,
-            "changes": build_diff(build=build),
-            "captures": [c.source for c in build.captures.select_related("source")],
-            "figures": [f.figure for f in build.figures.select_related("figure__page")],
+            "changes": build_diff(build=build, viewer=member),
+            **visible_drafts(build=build, viewer=member),
             "blockers": build_promotion_blockers(build=build, approver=member) if member else [],
             "form": ReviewForm(),
             "progress": {"done": done, "total": total},

@@ -339,7 +339,7 @@ def _build(caller: Caller) -> Build:
 
 
 def read_branch(caller: Caller, args: NoArgs) -> BranchOut:
-    summary = build_summary(build=_build(caller), viewer=None)
+    summary = build_summary(build=_build(caller), viewer=caller.principal)
     return BranchOut.model_validate({key: summary[key] for key in BranchOut.model_fields})
 
 
@@ -444,7 +444,7 @@ class DiffOut(Out):
 
 
 def diff_page(caller: Caller, args: PathArgs) -> DiffOut:
-    for item in build_diff(build=_build(caller)):
+    for item in build_diff(build=_build(caller), viewer=caller.principal):
         if item["path"] == args.path:
             return DiffOut(path=args.path, diff=list(item["diff"]))  # type: ignore[call-overload]
     raise BuildChange.DoesNotExist(f"no draft of {args.path} on this branch")

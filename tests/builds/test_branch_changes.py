@@ -97,6 +97,11 @@ class BranchDraftsTests(BranchChangeTests):
         build = build_open(actor=self.alice, title="Capture only")
         build_record_capture(build=build, key="tickets/sup-8", kind="ticket", title="SUP-8")
         build = build_submit(actor=self.alice, build=build)
+        # Victor cannot even read captures: the blocker names nothing.
+        assert build_promotion_blockers(build=build, approver=self.victor) == [
+            "the build changes pages you may not approve"
+        ]
+        grant_issue(actor=SYSTEM, member=self.victor, path="captures/", permission="read")
         assert build_promotion_blockers(build=build, approver=self.victor) == [
             "capture:tickets/sup-8: you do not hold approve on this capture"
         ]

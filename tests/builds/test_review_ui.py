@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import uuid
 import zipfile
@@ -110,3 +111,28 @@ class ReviewUiTests(BrainTestCase):
         # The approver sees it, through the same endpoints.
         self.client.force_login(self.victor.user)
         assert self.client.get(f"/api/builds/{build.public_id}").json()["status"] == "awaiting_review"
+
+
+class ReviewPrivacyTests(ReviewUiTests):
+    def test_an_approver_of_one_page_sees_nothing_of_the_others(self) -> None:
+        from builds.services import build_open, build_submit, build_write_page
+        from tests.base import DISCOUNT_POLICY
+
+        grant_issue(actor=SYSTEM, member=self.alice, path=DISCOUNT_POLICY, permission="suggest")
+        build = build_open(actor=self.alice, title="Mixed")
+        build_write_page(build=build, path="topics/pricing/price-list.md", markdown=page_markdown(title="Price list"))
+        build_write_page(
+            build=build, path=DISCOUNT_POLICY,
+            markdown=page_markdown(title="Secret discounts", category="pricing", sensitivity="restricted",
+                                   body="# Discounts\n\nUp to 40% for friends.\n"),
+        )  # fmt: skip
+        build = build_submit(actor=self.alice, build=build)
+        self.client.force_login(self.victor.user)  # approve on topics/ by prefix: not the restricted page
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "topics/pricing/price-list.md" in page
+        assert "discount-policy" not in page
+        assert "40%" not in page
+        assert "the build changes pages you may not approve" in page
+        api = self.client.get(f"/api/builds/{build.public_id}").json()
+        assert [change["path"] for change in api["changes"]] == ["topics/pricing/price-list.md"]
+        assert "discount-policy" not in json.dumps(api)
