@@ -32,11 +32,18 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
-from builds.services import ImportFileReport, ImportInvalid, build_open, build_write_page, validate_import_files
+from builds.services import (
+    ImportFileReport,
+    ImportInvalid,
+    acting_requester,
+    build_open,
+    build_write_page,
+    validate_import_files,
+)
 from corpus.chunking import chunk_markdown
-from corpus.frontmatter import PageInvalid, Problem, parse_page
+from corpus.frontmatter import PageInvalid, Problem
 from corpus.scanner import NulRefused, SecretRefused
-from corpus.services import store_chunks
+from corpus.services import page_validate, store_chunks
 from grants.models import Member
 from grants.principals import Principal, SystemPrincipal
 
@@ -251,10 +258,12 @@ def job_step(job_id: int) -> str:
             if items and job.kind == BuildJob.Kind.REEMBED:
                 _reembed_items(items)
             elif items:
+                requester = acting_requester(job.build)
+                documents = [page_validate(actor=requester, path=item.path, markdown=item.content) for item in items]
                 # One embedder call for the whole batch, then the drafts reuse the stored chunks.
-                store_chunks(chunk for item in items for chunk in chunk_markdown(_body_of(item)))
-                for item in items:
-                    build_write_page(build=job.build, path=item.path, markdown=item.content)
+                store_chunks(chunk for document in documents for chunk in chunk_markdown(document.body))
+                for item, document in zip(items, documents, strict=True):
+                    build_write_page(build=job.build, path=item.path, markdown=item.content, document=document)
             BuildJobItem.objects.filter(pk__in=[item.pk for item in items]).update(done=True)
             remaining = BuildJobItem.objects.filter(job=job, done=False).exists()
             if not remaining:
@@ -285,13 +294,6 @@ def job_step(job_id: int) -> str:
 
 class _LeaseLost(Exception):
     pass
-
-
-def _body_of(item: BuildJobItem) -> str:
-    try:
-        return parse_page(item.path, item.content).body
-    except PageInvalid:
-        return ""  # build_write_page raises the real error with its message
 
 
 def _submit_when_drafted(build: Build) -> None:

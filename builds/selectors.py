@@ -21,7 +21,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
     refuses while it is not empty, so the two cannot drift apart.
     """
     from builds.services import builds_settings
-    from corpus.services import approver_ok, document_from_revision
+    from corpus.services import approver_ok, document_from_revision, may_approve_live_page
 
     blockers: list[str] = []
     if build.status != Build.Status.AWAITING_REVIEW:
@@ -60,7 +60,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
         if not readable:
             if hidden not in blockers:
                 blockers.append(hidden)
-        elif not _may_approve_page(approver, recorded.figure.page):
+        elif not may_approve_live_page(approver, recorded.figure.page):
             blockers.append(
                 f"{recorded.figure.page.path}: you may not approve figure {recorded.figure.key} on this page"
             )
@@ -76,7 +76,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
         if change.action in ("delete", "move"):
             if live is None:
                 blockers.append(f"{change.path}: is no longer a live page")
-            elif not _may_approve_page(approver, live):
+            elif not may_approve_live_page(approver, live):
                 blockers.append(f"{change.path}: you may not approve taking this page out of the corpus")
             if change.action == "delete":
                 continue
@@ -104,14 +104,6 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
         ):
             blockers.append(f"{target}: the live page changed after this draft was written; draft it again")
     return blockers
-
-
-def _may_approve_page(approver: Principal, page: Page) -> bool:
-    if isinstance(approver, SystemPrincipal):
-        return True
-    if not Page.objects.visible_to(approver, "approve").filter(pk=page.pk).exists():
-        return False
-    return page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id)
 
 
 def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str) -> Build:

@@ -32,6 +32,7 @@ from corpus.services import (
     ChunkStats,
     drafts_publish,
     figure_record,
+    markdown_sha,
     may_write,
     page_retire,
     page_validate,
@@ -159,7 +160,8 @@ def _is_requester(actor: Principal, build: Build) -> bool:
     return isinstance(actor, Member) and actor.pk == build.requester_id
 
 
-def _requester_of(build: Build) -> Principal:
+def acting_requester(build: Build) -> Principal:
+    """Whose grants a build acts under: its requesting member, or the system for operator imports."""
     return build.requester if build.requester is not None else SystemPrincipal()
 
 
@@ -176,12 +178,12 @@ def build_write_page(*, build: Build, path: str, markdown: str, document: PageDo
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
-        revision, _ = revision_create(actor=_requester_of(locked), path=path, markdown=markdown, document=document)
+        revision, _ = revision_create(actor=acting_requester(locked), path=path, markdown=markdown, document=document)
         change, _ = BuildChange.objects.update_or_create(
             build=locked, path=path, defaults={"action": BuildChange.Action.WRITE, "revision": revision, "new_path": ""}
         )
         audit_record(
-            actor=_requester_of(locked), action="build.write_page", target_type="build",
+            actor=acting_requester(locked), action="build.write_page", target_type="build",
             target=str(locked.public_id), metadata={"path": path},
         )  # fmt: skip
     return change
@@ -197,7 +199,7 @@ def build_delete_page(*, build: Build, path: str) -> BuildChange:
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
-        requester = _requester_of(locked)
+        requester = acting_requester(locked)
         page = Page.objects.visible_to(requester, "read").get(path=path)
         if not Page.objects.visible_to(requester, "suggest").filter(pk=page.pk).exists():
             raise PermissionDenied(f"you hold no suggest permission on {path}")
@@ -221,7 +223,7 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
-        requester = _requester_of(locked)
+        requester = acting_requester(locked)
         page = Page.objects.visible_to(requester, "read").select_related("current_revision").get(path=path)
         if not Page.objects.visible_to(requester, "suggest").filter(pk=page.pk).exists():
             raise PermissionDenied(f"you hold no suggest permission on {path}")
@@ -253,7 +255,7 @@ def build_record_capture(*, build: Build, **fields: Any) -> BuildCapture:
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
-        source = source_create(actor=_requester_of(locked), draft=True, **fields)
+        source = source_create(actor=acting_requester(locked), draft=True, **fields)
         capture = BuildCapture.objects.create(build=locked, source=source)
     return capture
 
@@ -268,7 +270,7 @@ def build_record_figure(
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
         figure = figure_record(
-            actor=_requester_of(locked), page_path=page_path, key=key, value=value,  # type: ignore[arg-type]
+            actor=acting_requester(locked), page_path=page_path, key=key, value=value,  # type: ignore[arg-type]
             unit=unit, as_of=as_of, source_key=source_key, draft=True,
         )  # fmt: skip
         recorded = BuildFigure.objects.create(build=locked, figure=figure)
@@ -284,7 +286,7 @@ def _branch_markdown(build: Build, path: str) -> tuple[dict[str, object], str]:
     )
     if change is not None and change.revision is not None:
         return dict(change.revision.frontmatter), change.revision.body
-    page = Page.objects.visible_to(_requester_of(build), "read").select_related("current_revision").get(path=path)
+    page = Page.objects.visible_to(acting_requester(build), "read").select_related("current_revision").get(path=path)
     assert page.current_revision is not None
     return dict(page.current_revision.frontmatter), page.current_revision.body
 
@@ -452,10 +454,6 @@ class ImportResult:
     chunks: ChunkStats = field(default_factory=ChunkStats)
 
 
-def _markdown_sha(markdown: str) -> str:
-    return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
-
-
 def validate_import_files(
     *, requester: Principal, files: Iterable[tuple[str, str]], approver: Principal | None = None
 ) -> tuple[list[tuple[str, str, PageDocument]], list[ImportFileReport]]:
@@ -517,7 +515,7 @@ def build_import(
     live_sha = dict(
         Page.objects.filter(path__in=[path for path, _, _ in pending]).values_list("path", "current_revision__sha256")
     )
-    changed = [(p, m, d) for p, m, d in pending if live_sha.get(p) != _markdown_sha(m)]
+    changed = [(p, m, d) for p, m, d in pending if live_sha.get(p) != markdown_sha(m)]
     result.unchanged = len(pending) - len(changed)
     if not changed:
         return result

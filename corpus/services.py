@@ -114,7 +114,8 @@ def approver_ok(actor: Principal | None, document: PageDocument, existing: Page 
     return True
 
 
-def _markdown_sha(markdown: str) -> str:
+def markdown_sha(markdown: str) -> str:
+    """The sha256 a revision records for its full Markdown (frontmatter included)."""
     return hashlib.sha256(markdown.encode("utf-8")).hexdigest()
 
 
@@ -237,7 +238,7 @@ def revision_create(
             path=path,
             frontmatter=document.frontmatter,
             body=document.body,
-            sha256=_markdown_sha(markdown),
+            sha256=markdown_sha(markdown),
             author=actor if isinstance(actor, Member) else None,
         )
         stats = _attach_chunks(revision, chunks if chunks is not None else chunk_markdown(document.body))
@@ -339,6 +340,15 @@ def revision_promote(*, actor: Principal, revision: Revision) -> Page:
     return page
 
 
+def may_approve_live_page(actor: Principal | None, page: Page) -> bool:
+    """``approve`` on a live page through the grants, and ownership under the ``owner`` policy."""
+    if isinstance(actor, SystemPrincipal):
+        return True
+    if not Page.objects.visible_to(actor, "approve").filter(pk=page.pk).exists():
+        return False
+    return page.change_policy != "owner" or (isinstance(actor, Member) and actor.pk == page.owner_id)
+
+
 def page_retire(*, actor: Principal, path: str) -> Page:
     """Take the page at ``path`` out of the live corpus (a promoted delete or the old side of a move).
 
@@ -350,12 +360,7 @@ def page_retire(*, actor: Principal, path: str) -> Page:
         page = Page.objects.select_for_update().select_related("owner__user").filter(path=path).first()
         if page is None or page.current_revision_id is None:
             raise Page.DoesNotExist(f"{path} is not a live page")
-        allowed = (
-            isinstance(actor, SystemPrincipal) or Page.objects.visible_to(actor, "approve").filter(pk=page.pk).exists()
-        )
-        if allowed and page.change_policy == "owner" and not isinstance(actor, SystemPrincipal):
-            allowed = isinstance(actor, Member) and actor.pk == page.owner_id
-        if not allowed:
+        if not may_approve_live_page(actor, page):
             raise PermissionDenied(f"you may not approve changes to {path}")
         page.current_revision = None
         page.save(update_fields=["current_revision", "updated_at"])

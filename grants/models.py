@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -14,6 +16,15 @@ from grants.querysets import GrantQuerySet
 # breaks them cannot exist.
 GRANT_PATH_SQL_REGEX = r"^([a-z0-9_-][a-z0-9._-]*/)*([a-z0-9_-][a-z0-9._-]*)?$"
 CATEGORY_SQL_REGEX = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_C = TypeVar("_C", bound=models.IntegerChoices)
+
+
+def _by_label(choices: type[_C], name: str) -> _C:
+    """The member of an ordered choice whose label is ``name``; ``ValueError`` otherwise."""
+    for member in choices:
+        if member.label == name:
+            return member
+    raise ValueError(name)
 
 
 class Sensitivity(models.IntegerChoices):
@@ -25,10 +36,7 @@ class Sensitivity(models.IntegerChoices):
 
     @classmethod
     def from_name(cls, name: str) -> Sensitivity:
-        for member in cls:
-            if member.label == name:
-                return member
-        raise ValueError(name)
+        return _by_label(cls, name)
 
 
 class Permission(models.IntegerChoices):
@@ -40,10 +48,7 @@ class Permission(models.IntegerChoices):
 
     @classmethod
     def from_name(cls, name: str) -> Permission:
-        for member in cls:
-            if member.label == name:
-                return member
-        raise ValueError(name)
+        return _by_label(cls, name)
 
 
 class Member(models.Model):
