@@ -24,6 +24,7 @@ from brain.env import (
     env_str,
     env_url,
 )
+from oauth.config import provider_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = launcher.var_dir()
@@ -82,6 +83,7 @@ INSTALLED_APPS = [
     "mcp_api",
     "answers",
     "memory",
+    "oauth",
 ]
 
 MIDDLEWARE = [
@@ -181,6 +183,17 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# OAuth 2.1 for agents (django-oauth-toolkit): this deployment is its own issuer at
+# BRAIN_BASE_URL; tokens are for the person MCP endpoint only. Redirect URI schemes:
+# https, http (loopback redirects of desktop clients) and the custom schemes of
+# desktop apps (e.g. cursor), configurable.
+BRAIN_OAUTH_REDIRECT_SCHEMES = [
+    scheme.strip()
+    for scheme in (env_str("BRAIN_OAUTH_REDIRECT_SCHEMES") or "https,http,cursor,vscode").split(",")
+    if scheme.strip()
+]
+OAUTH2_PROVIDER = provider_settings(BRAIN_BASE_URL, BRAIN_OAUTH_REDIRECT_SCHEMES)
+
 # --------------------------------------------------------------------------- i18n, static, storage
 
 LANGUAGE_CODE = "en-us"
@@ -269,6 +282,8 @@ BRAIN_MCP_RATE_LIMITS: dict[str, int] = {
     "read": env_int("BRAIN_MCP_RATE_READ", 600, minimum=1),
     "search": env_int("BRAIN_MCP_RATE_SEARCH", 120, minimum=1),
     "ask": env_int("BRAIN_MCP_RATE_ASK", 10, minimum=1),
+    # OAuth client registrations per client address (RFC 7591 is open to MCP clients).
+    "register": env_int("BRAIN_OAUTH_REGISTER_RATE", 20, minimum=1),
 }
 
 LLM: dict[str, Any] = {

@@ -18,6 +18,8 @@ urlpatterns = [
     path("", include("corpus.urls")),
     path("", include("builds.urls")),
     path("", include("mcp_api.urls")),
+    path("", include("oauth.provider_urls")),
+    path("", include("oauth.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

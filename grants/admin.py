@@ -19,7 +19,7 @@ from grants.models import AuditEvent, Grant, Group, Member, Permission, ServiceA
 from grants.principals import SYSTEM, Principal, principal_for_user
 
 
-def _actor(request: HttpRequest) -> Principal:
+def admin_actor(request: HttpRequest) -> Principal:
     """The member behind the admin session; a superuser with no member row acts as system."""
     member = principal_for_user(request.user)
     if member is not None:
@@ -78,7 +78,7 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
         data = form.cleaned_data
         if change:
             services.member_update(
-                actor=_actor(request),
+                actor=admin_actor(request),
                 member=obj,
                 role=data["role"],
                 is_active=data["is_active"],
@@ -86,7 +86,7 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
             )
         else:
             created = services.member_create(
-                actor=_actor(request),
+                actor=admin_actor(request),
                 username=data["username"],
                 email=data.get("email") or "",
                 role=data["role"],
@@ -122,7 +122,7 @@ class GroupAdmin(AdministratorOnly, admin.ModelAdmin):
         return ["name"] if obj else []
 
     def save_model(self, request: HttpRequest, obj: Group, form: forms.ModelForm, change: bool) -> None:
-        actor = _actor(request)
+        actor = admin_actor(request)
         if change:
             services.group_update(actor=actor, group=obj, description=obj.description)
         else:
@@ -147,11 +147,11 @@ class ServiceAccountAdmin(AdministratorOnly, admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: ServiceAccount, form: forms.ModelForm, change: bool) -> None:
         if change:
             services.service_account_update(
-                actor=_actor(request), account=obj, description=obj.description, is_active=obj.is_active
+                actor=admin_actor(request), account=obj, description=obj.description, is_active=obj.is_active
             )
         else:
             obj.pk = services.service_account_create(
-                actor=_actor(request), name=obj.name, description=obj.description
+                actor=admin_actor(request), name=obj.name, description=obj.description
             ).pk
 
 
@@ -204,7 +204,7 @@ class GrantAdmin(AdministratorOnly, admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Grant, form: forms.ModelForm, change: bool) -> None:
         data = form.cleaned_data
         grant = services.grant_issue(
-            actor=_actor(request),
+            actor=admin_actor(request),
             permission=Permission(data["permission"]),
             member=data.get("member"),
             group=data.get("group"),
@@ -215,11 +215,11 @@ class GrantAdmin(AdministratorOnly, admin.ModelAdmin):
         obj.pk = grant.pk
 
     def delete_model(self, request: HttpRequest, obj: Grant) -> None:
-        services.grant_revoke(actor=_actor(request), grant=obj)
+        services.grant_revoke(actor=admin_actor(request), grant=obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Grant]) -> None:
         for grant in queryset:
-            services.grant_revoke(actor=_actor(request), grant=grant)
+            services.grant_revoke(actor=admin_actor(request), grant=grant)
 
 
 @admin.register(AuditEvent)

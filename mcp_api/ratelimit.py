@@ -24,7 +24,7 @@ class RateLimited(Exception):
 
 
 def caps() -> dict[str, int]:
-    defaults = {"read": 600, "search": 120, "ask": 10}
+    defaults = {"read": 600, "search": 120, "ask": 10, "register": 20}
     return {**defaults, **getattr(settings, "BRAIN_MCP_RATE_LIMITS", {})}
 
 

@@ -16,10 +16,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from mcp_api.auth import build_caller
+from mcp_api.auth import bearer_token, build_caller, person_caller
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
 from mcp_api.ratelimit import RateLimited
 from mcp_api.tools import Caller
+from oauth.config import MCP_PATH
 
 MAX_BODY_BYTES = 1024 * 1024
 RATE_LIMITED = -32029  # implementation-defined server error range
@@ -41,8 +42,20 @@ def _origin_allowed(request: HttpRequest) -> bool:
     return (theirs.scheme, theirs.netloc) == (ours.scheme, ours.netloc)
 
 
+def _build_challenge(request: HttpRequest) -> str:
+    return 'Bearer realm="brain-build", error="invalid_token"'
+
+
+def _oauth_challenge(request: HttpRequest) -> str:
+    """RFC 9728 §5.1: point the client at the protected-resource metadata to start OAuth."""
+    metadata = f"{settings.BRAIN_BASE_URL}/.well-known/oauth-protected-resource{MCP_PATH}"
+    if bearer_token(request) is None:
+        return f'Bearer resource_metadata="{metadata}"'
+    return f'Bearer error="invalid_token", resource_metadata="{metadata}"'
+
+
 def _endpoint(
-    authenticate: Callable[[HttpRequest], Caller | None], realm_hint: str
+    authenticate: Callable[[HttpRequest], Caller | None], challenge: Callable[[HttpRequest], str]
 ) -> Callable[[HttpRequest], HttpResponse]:
     @csrf_exempt
     def view(request: HttpRequest) -> HttpResponse:
@@ -66,9 +79,9 @@ def _endpoint(
             return _json(error(None, INVALID_REQUEST, "Origin not allowed"), 403, version)
         caller = authenticate(request)
         if caller is None:
-            challenge = _json(error(None, INVALID_REQUEST, "A valid bearer credential is required."), 401, version)
-            challenge["WWW-Authenticate"] = f'Bearer realm="{realm_hint}", error="invalid_token"'
-            return challenge
+            refused = _json(error(None, INVALID_REQUEST, "A valid bearer credential is required."), 401, version)
+            refused["WWW-Authenticate"] = challenge(request)
+            return refused
         if len(request.body) > MAX_BODY_BYTES:
             return _json(error(None, INVALID_REQUEST, "Request body too large"), 413, version)
         try:
@@ -97,4 +110,5 @@ def _endpoint(
     return view
 
 
-build_mcp = _endpoint(build_caller, "brain-build")
+build_mcp = _endpoint(build_caller, _build_challenge)
+person_mcp = _endpoint(person_caller, _oauth_challenge)

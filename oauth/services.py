@@ -1,0 +1,80 @@
+"""The one write path for a member's OAuth connections."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import transaction
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_application_model,
+    get_grant_model,
+    get_refresh_token_model,
+    revoke_access_token,
+)
+
+from grants.audit import audit_record
+from grants.models import Member
+from grants.principals import Principal
+from grants.services import require_administrator
+
+AccessToken = get_access_token_model()
+Application = get_application_model()
+Grant = get_grant_model()
+RefreshToken = get_refresh_token_model()
+
+
+def connection_revoke(*, actor: Member, application_id: int) -> int:
+    """Disconnect one app from ``actor``: revoke every token and drop every code they granted it.
+
+    Returns how many tokens were revoked. The app's very next request with any of them
+    fails. Revocation goes through the toolkit's own path, which keeps a revoked refresh
+    token as a tombstone so a replay of it is recognised. An app ``actor`` never connected
+    is ``ObjectDoesNotExist`` — the same answer as an app that does not exist.
+    """
+    with transaction.atomic():
+        application = Application.objects.filter(pk=application_id).first()
+        user = actor.user
+        if application is None or not (
+            AccessToken.objects.filter(user=user, application=application).exists()
+            or RefreshToken.objects.filter(user=user, application=application, revoked__isnull=True).exists()
+        ):
+            raise ObjectDoesNotExist("no such connected app")
+        revoked = 0
+        for access_token in AccessToken.objects.filter(user=user, application=application):
+            revoke_access_token(access_token)
+            revoked += 1
+        for refresh_token in RefreshToken.objects.filter(user=user, application=application, revoked__isnull=True):
+            refresh_token.revoke()
+            revoked += 1
+        Grant.objects.filter(user=user, application=application).delete()
+        audit_record(
+            actor=actor,
+            action="oauth.revoke",
+            target_type="oauth_app",
+            target=application.name or application.client_id,
+            metadata={"tokens": revoked},
+        )
+        return revoked
+
+
+def application_remove(*, actor: Principal, application_id: int) -> int:
+    """Remove an OAuth client for everyone: revoke all its tokens, then delete it.
+
+    Administrators only. Returns how many tokens were revoked. The client's next request
+    with any token fails, and it cannot start a new flow until it registers again.
+    """
+    require_administrator(actor)
+    with transaction.atomic():
+        application = Application.objects.select_for_update().get(pk=application_id)
+        revoked = 0
+        for access_token in AccessToken.objects.filter(application=application):
+            revoke_access_token(access_token)
+            revoked += 1
+        for refresh_token in RefreshToken.objects.filter(application=application, revoked__isnull=True):
+            refresh_token.revoke()
+            revoked += 1
+        label = application.name or application.client_id
+        application.delete()  # cascades the codes and the revoked-token tombstones
+        audit_record(actor=actor, action="oauth.client_remove", target_type="oauth_app", target=label,
+                     metadata={"tokens": revoked})  # fmt: skip
+        return revoked

@@ -1,0 +1,121 @@
+"""OAuth 2.1 endpoints narrowed for Brain, and the member's "Connected apps" page.
+
+django-oauth-toolkit does the protocol; these subclasses add Brain's rules:
+
+- consent: only an *active member* can complete it (a valid client and a valid login are
+  not enough), and only for Brain's own MCP resource;
+- registration: open to MCP clients (RFC 7591) but only for the authorization-code grant,
+  and rate limited per client address;
+- connected apps: a member sees the apps holding their tokens and can disconnect one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ObjectDoesNotExist
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+from oauth2_provider.views import AuthorizationView
+from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
+
+from grants.audit import audit_record
+from grants.principals import principal_for_user
+from mcp_api.ratelimit import RateLimited, hit
+from oauth.config import mcp_resource
+from oauth.selectors import connections_for
+from oauth.services import connection_revoke
+from oauth.validators import resource_refusal
+
+REGISTRABLE_GRANT_TYPES = {"authorization_code", "refresh_token"}
+
+
+class ConsentView(AuthorizationView):
+    """The authorization endpoint with Brain's consent screen."""
+
+    template_name = "oauth/authorize.html"
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # Signed-in but not an active member (deactivated, or a user with no member row):
+        # refuse before any code can be minted, on GET and on POST alike.
+        if request.user.is_authenticated and principal_for_user(request.user) is None:
+            return render(request, "oauth/refused.html", status=403)
+        if request.method == "GET":
+            refusal = resource_refusal(request.GET.getlist("resource"))
+            if refusal is not None:
+                return render(request, "oauth/refused.html", {"reason": refusal}, status=400)
+        response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
+        return response
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response: HttpResponse = super().form_valid(form)
+        member = principal_for_user(self.request.user)
+        if form.cleaned_data.get("allow") and member is not None and "code=" in response.get("Location", ""):
+            audit_record(
+                actor=member,
+                action="oauth.connect",
+                target_type="oauth_app",
+                target=str(form.cleaned_data.get("client_id", "")),
+                metadata={"scopes": str(form.cleaned_data.get("scope", "")).split()},
+            )
+        return response
+
+
+class RegistrationView(DynamicClientRegistrationView):
+    """RFC 7591 registration for MCP clients: authorization code (+ refresh) only."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            hit(principal_key=f"ip:{request.META.get('REMOTE_ADDR', '')}", rate_class="register")
+        except RateLimited as limited:
+            throttled = JsonResponse(
+                {"error": "rate_limited", "error_description": "Too many registrations; try again shortly."},
+                status=429,
+            )
+            throttled["Retry-After"] = str(limited.retry_after)
+            return throttled
+        try:
+            metadata = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError):
+            metadata = None
+        if isinstance(metadata, dict):
+            grant_types = metadata.get("grant_types", ["authorization_code"])
+            if isinstance(grant_types, list) and not set(map(str, grant_types)) <= REGISTRABLE_GRANT_TYPES:
+                return JsonResponse(
+                    {
+                        "error": "invalid_client_metadata",
+                        "error_description": "Only the authorization_code and refresh_token grant types are offered.",
+                    },
+                    status=400,
+                )
+        response: HttpResponse = super().post(request, *args, **kwargs)
+        return response
+
+
+@login_required
+@require_http_methods(["GET"])
+def connected_apps(request: HttpRequest) -> HttpResponse:
+    member = principal_for_user(request.user)
+    if member is None:
+        raise Http404
+    context = {"connections": connections_for(member), "mcp_url": mcp_resource(settings.BRAIN_BASE_URL)}
+    return render(request, "oauth/connected_apps.html", context)
+
+
+@login_required
+@require_POST
+def connected_app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
+    member = principal_for_user(request.user)
+    if member is None:
+        raise Http404
+    try:
+        revoked = connection_revoke(actor=member, application_id=application_id)
+    except ObjectDoesNotExist as exc:
+        raise Http404 from exc
+    messages.success(request, f"Disconnected: {revoked} token(s) revoked. The app must be connected again to work.")
+    return redirect("oauth:connected-apps")

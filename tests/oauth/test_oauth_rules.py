@@ -1,0 +1,317 @@
+"""OAuth 2.1 rules one by one: discovery, registration, PKCE S256 only, the resource
+binding, tokens only in the header, scopes as a projection, refresh rotation, and
+disconnecting from the Connected apps page and the admin."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from django.test import TestCase, override_settings
+from oauth2_provider.models import AccessToken, Application
+
+from grants.models import Member
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from oauth.config import provider_settings
+
+BASE = "https://brain.example.org"
+MCP = f"{BASE}/api/mcp"
+REDIRECT = "http://127.0.0.1:40123/callback"
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+@override_settings(
+    BRAIN_BASE_URL=BASE,
+    OAUTH2_PROVIDER=provider_settings(BASE, ["http", "https"]),
+    BRAIN_MCP_RATE_LIMITS={"register": 100_000},  # every test registers; the cap has its own test
+)
+class OAuthRuleTests(TestCase):
+    def setUp(self) -> None:
+        self.alice = member_create(actor=SYSTEM, username="alice")
+        grant_issue(actor=SYSTEM, member=self.alice, path="topics/", permission="read")
+
+    # ----------------------------------------------------------------- helpers
+
+    def register(self, **metadata: Any) -> dict[str, Any]:
+        body = {"client_name": "Agent", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", **metadata}
+        response = self.client.post("/oauth/register/", data=json.dumps(body), content_type="application/json")
+        assert response.status_code == 201, response.content
+        return dict(response.json())
+
+    def authorize(self, client_id: str, **params: str) -> Any:
+        self.client.force_login(self.alice.user)
+        query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "s1", **params}
+        consent = self.client.get("/oauth/authorize/?" + urlencode(query))
+        if consent.status_code != 200 or "form" not in consent.context or consent.context["form"] is None:
+            return consent
+        fields = {name: value for name, value in consent.context["form"].initial.items() if value is not None}
+        return self.client.post("/oauth/authorize/?" + urlencode(query), data={**fields, "allow": "Authorize"})
+
+    def code_for(self, client_id: str, challenge: str, **params: str) -> str:
+        answer = self.authorize(client_id, code_challenge=challenge, code_challenge_method="S256", **params)
+        assert answer.status_code == 302, answer.content[:300]
+        query = parse_qs(urlsplit(answer["Location"]).query)
+        assert "code" in query, answer["Location"]
+        return str(query["code"][0])
+
+    def token(self, **data: str) -> Any:
+        return self.client.post("/oauth/token/", data=data)
+
+    def connect(self, scope: str = "corpus:read") -> dict[str, Any]:
+        client = self.register()
+        verifier, challenge = pkce()
+        code = self.code_for(client["client_id"], challenge, scope=scope, resource=MCP)
+        response = self.token(
+            grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client["client_id"],
+            code_verifier=verifier, resource=MCP,
+        )  # fmt: skip
+        assert response.status_code == 200, response.content
+        return {**response.json(), "client_id": client["client_id"]}
+
+    def mcp(self, token: str | None, method: str = "tools/list", path: str = "/api/mcp") -> Any:
+        headers: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method})
+        return self.client.post(path, data=body, content_type="application/json", **headers)
+
+    # ----------------------------------------------------------------- discovery
+
+    def test_authorization_server_metadata_names_this_deploy_as_issuer_and_offers_only_s256(self) -> None:
+        document = self.client.get("/.well-known/oauth-authorization-server").json()
+        assert document["issuer"] == BASE
+        assert document["authorization_endpoint"] == f"{BASE}/oauth/authorize/"
+        assert document["token_endpoint"] == f"{BASE}/oauth/token/"
+        assert document["registration_endpoint"] == f"{BASE}/oauth/register/"
+        assert document["code_challenge_methods_supported"] == ["S256"]
+        assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
+        assert document["response_types_supported"] == ["code"]
+        assert document["scopes_supported"] == ["corpus:read", "memory"]
+        assert "none" in document["token_endpoint_auth_methods_supported"]
+
+    def test_protected_resource_metadata_covers_the_mcp_endpoint_at_both_locations(self) -> None:
+        for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/api/mcp"):
+            document = self.client.get(path).json()
+            assert document["resource"] == MCP
+            assert document["authorization_servers"] == [BASE]
+            assert document["scopes_supported"] == ["corpus:read", "memory"]
+            assert document["bearer_methods_supported"] == ["header"]
+
+    def test_401_points_the_client_at_the_resource_metadata(self) -> None:
+        response = self.mcp(None)
+        assert response.status_code == 401
+        challenge = response["WWW-Authenticate"]
+        assert challenge == f'Bearer resource_metadata="{BASE}/.well-known/oauth-protected-resource/api/mcp"'
+        assert response["MCP-Protocol-Version"] == "2025-06-18"
+        assert "error=" in self.mcp("not-a-token")["WWW-Authenticate"]
+
+    def test_the_transport_rules_hold_on_the_person_endpoint_before_any_credential(self) -> None:
+        issued = self.connect()
+        got = self.client.get("/api/mcp")
+        assert got.status_code == 405
+        assert got["Allow"] == "POST"
+        newer = self.client.post("/api/mcp", data="{}", content_type="application/json",
+                                 HTTP_MCP_PROTOCOL_VERSION="2099-01-01")  # fmt: skip
+        assert newer.status_code == 400
+        assert newer.json()["error"]["data"]["supported"] == ["2025-11-25", "2025-06-18", "2025-03-26"]
+        bearer = f"Bearer {issued['access_token']}"
+        foreign = self.client.post("/api/mcp", data="{}", content_type="application/json",
+                                   HTTP_ORIGIN="https://evil.example", HTTP_AUTHORIZATION=bearer)  # fmt: skip
+        assert foreign.status_code == 403
+        for version in ("2025-11-25", "2025-06-18", "2025-03-26"):
+            answer = self.client.post(
+                "/api/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+                content_type="application/json", HTTP_MCP_PROTOCOL_VERSION=version,
+                HTTP_AUTHORIZATION=f"Bearer {issued['access_token']}",
+            )  # fmt: skip
+            assert answer.status_code == 200
+            assert answer["MCP-Protocol-Version"] == version
+
+    # ----------------------------------------------------------------- registration
+
+    def test_registration_is_open_but_only_for_the_authorization_code_grant(self) -> None:
+        assert self.register()["grant_types"] == ["authorization_code", "refresh_token"]
+        refused = self.client.post(
+            "/oauth/register/",
+            data=json.dumps({"redirect_uris": [REDIRECT], "grant_types": ["client_credentials"]}),
+            content_type="application/json",
+        )
+        assert refused.status_code == 400
+        assert refused.json()["error"] == "invalid_client_metadata"
+
+    def test_registrations_are_rate_limited_per_client_address(self) -> None:
+        body = json.dumps({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
+        # Fresh addresses: rate windows live in Redis for a minute, across tests.
+        first, second = (f"2001:db8::{secrets.token_hex(2)}:{secrets.token_hex(2)}" for _ in range(2))
+        with self.settings(BRAIN_MCP_RATE_LIMITS={"register": 2}):
+            statuses = [
+                self.client.post("/oauth/register/", data=body, content_type="application/json",
+                                 REMOTE_ADDR=first).status_code
+                for _ in range(3)
+            ]  # fmt: skip
+            assert statuses == [201, 201, 429]
+            again = self.client.post("/oauth/register/", data=body, content_type="application/json",
+                                     REMOTE_ADDR=first)  # fmt: skip
+            assert 1 <= int(again["Retry-After"]) <= 60
+            elsewhere = self.client.post("/oauth/register/", data=body, content_type="application/json",
+                                         REMOTE_ADDR=second)  # fmt: skip
+            assert elsewhere.status_code == 201
+
+    # ----------------------------------------------------------------- PKCE
+
+    def test_pkce_s256_is_required_plain_is_refused_and_a_wrong_verifier_gets_no_token(self) -> None:
+        client_id = self.register()["client_id"]
+        missing = parse_qs(urlsplit(self.authorize(client_id)["Location"]).query)
+        assert missing["error"] == ["invalid_request"]
+        assert "code" not in missing
+        assert missing["error_description"] == ["Code challenge required."]
+        plain = self.authorize(client_id, code_challenge="a" * 50, code_challenge_method="plain")
+        refused = parse_qs(urlsplit(plain["Location"]).query)
+        assert refused["error"] == ["invalid_request"]
+        assert "code" not in refused
+        assert "S256" in refused["error_description"][0]
+        _verifier, challenge = pkce()
+        code = self.code_for(client_id, challenge)
+        wrong = self.token(
+            grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+            code_verifier=pkce()[0],
+        )  # fmt: skip
+        assert wrong.status_code == 400
+        assert wrong.json()["error"] == "invalid_grant"
+        assert not AccessToken.objects.filter(user=self.alice.user).exists()
+
+    # ----------------------------------------------------------------- resource binding (RFC 8707)
+
+    def test_a_foreign_resource_is_refused_and_a_token_without_one_is_still_bound_to_mcp(self) -> None:
+        client_id = self.register()["client_id"]
+        foreign = self.authorize(
+            client_id, code_challenge=pkce()[1], code_challenge_method="S256", resource="https://evil.example/api"
+        )
+        assert foreign.status_code == 400
+        assert "only for the resource" in foreign.content.decode()
+        verifier, challenge = pkce()
+        code = self.code_for(client_id, challenge)  # no resource parameter at all
+        issued = self.token(
+            grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+            code_verifier=verifier,
+        ).json()  # fmt: skip
+        stored = AccessToken.objects.get(token_checksum=hashlib.sha256(issued["access_token"].encode()).hexdigest())
+        assert stored.resource == [MCP]
+
+    def test_a_token_bound_to_another_resource_is_refused(self) -> None:
+        issued = self.connect()
+        AccessToken.objects.filter(user=self.alice.user).update(resource=["https://elsewhere.example/api/mcp"])
+        assert self.mcp(issued["access_token"]).status_code == 401
+
+    # ----------------------------------------------------------------- using the token
+
+    def test_the_token_works_in_the_header_and_never_in_the_query_string(self) -> None:
+        issued = self.connect()
+        assert self.mcp(issued["access_token"]).status_code == 200
+        in_query = self.mcp(None, path=f"/api/mcp?access_token={issued['access_token']}")
+        assert in_query.status_code == 401
+
+    def test_scopes_are_a_projection_a_memory_only_token_sees_no_corpus_tool(self) -> None:
+        corpus = self.connect("corpus:read")
+        names = {tool["name"] for tool in self.mcp(corpus["access_token"]).json()["result"]["tools"]}
+        assert "read_page" in names
+        assert "write_page" not in names
+        memory_only = self.connect("memory")
+        assert self.mcp(memory_only["access_token"]).json()["result"]["tools"] == []
+        call = self.client.post(
+            "/api/mcp",
+            data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                             "params": {"name": "read_page", "arguments": {"path": "topics/a.md"}}}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {memory_only['access_token']}",
+        )  # fmt: skip
+        assert call.json()["error"]["message"] == "Unknown tool: read_page"
+
+    def test_a_build_credential_is_not_a_person_token_and_a_person_token_is_not_a_build_credential(self) -> None:
+        issued = self.connect()
+        assert self.mcp(issued["access_token"], path="/api/build/mcp").status_code == 401
+
+    def test_refresh_rotates_and_the_old_refresh_token_cannot_be_reused(self) -> None:
+        issued = self.connect()
+        refreshed = self.token(
+            grant_type="refresh_token", refresh_token=issued["refresh_token"], client_id=issued["client_id"]
+        )
+        assert refreshed.status_code == 200, refreshed.content
+        assert refreshed.json()["refresh_token"] != issued["refresh_token"]
+        assert self.mcp(refreshed.json()["access_token"]).status_code == 200
+        replay = self.token(
+            grant_type="refresh_token", refresh_token=issued["refresh_token"], client_id=issued["client_id"]
+        )
+        assert replay.status_code == 400
+
+    def test_deactivating_a_member_stops_their_apps_at_once(self) -> None:
+        issued = self.connect()
+        Member.objects.filter(pk=self.alice.pk).update(is_active=False)
+        assert self.mcp(issued["access_token"]).status_code == 401
+
+    # ----------------------------------------------------------------- disconnecting
+
+    def test_connected_apps_lists_the_app_and_disconnect_revokes_its_tokens(self) -> None:
+        issued = self.connect()
+        application = Application.objects.get(client_id=issued["client_id"])
+        page = self.client.get("/account/apps/")
+        assert page.status_code == 200
+        assert "Agent" in page.content.decode()
+        assert "corpus:read" in page.content.decode()
+        answer = self.client.post(f"/account/apps/{application.pk}/revoke")
+        assert answer.status_code == 302
+        assert self.mcp(issued["access_token"]).status_code == 401
+        assert (
+            self.token(
+                grant_type="refresh_token", refresh_token=issued["refresh_token"], client_id=issued["client_id"]
+            ).status_code
+            == 400
+        )
+        assert "No apps are connected" in self.client.get("/account/apps/").content.decode()
+
+    def test_one_member_cannot_disconnect_anothers_app(self) -> None:
+        issued = self.connect()
+        application = Application.objects.get(client_id=issued["client_id"])
+        bob = member_create(actor=SYSTEM, username="bob")
+        self.client.force_login(bob.user)
+        assert self.client.post(f"/account/apps/{application.pk}/revoke").status_code == 404
+        assert self.mcp(issued["access_token"]).status_code == 200
+
+    def test_an_admin_revokes_a_token_or_a_client_in_the_admin(self) -> None:
+        issued = self.connect()
+        admin = member_create(actor=SYSTEM, username="root", role="owner")
+        admin.user.is_staff = admin.user.is_superuser = True
+        admin.user.save()
+        self.client.force_login(admin.user)
+        token = AccessToken.objects.get(user=self.alice.user)
+        revoked = self.client.post(
+            "/admin/oauth2_provider/accesstoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]}
+        )
+        assert revoked.status_code == 302
+        assert self.mcp(issued["access_token"]).status_code == 401
+
+        second = self.connect()
+        application = Application.objects.get(client_id=second["client_id"])
+        self.client.force_login(admin.user)
+        removed = self.client.post(
+            "/admin/oauth2_provider/application/",
+            {"action": "revoke_and_remove", "_selected_action": [application.pk]},
+        )
+        assert removed.status_code == 302
+        assert not Application.objects.filter(pk=application.pk).exists()
+        assert self.mcp(second["access_token"]).status_code == 401
+
+    def test_a_user_who_is_not_an_active_member_sees_the_refusal_not_the_consent(self) -> None:
+        client_id = self.register()["client_id"]
+        Member.objects.filter(pk=self.alice.pk).update(is_active=False)
+        refused = self.authorize(client_id, code_challenge=pkce()[1], code_challenge_method="S256")
+        assert refused.status_code == 403
+        assert "active member" in refused.content.decode()
