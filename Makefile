@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -55,3 +55,16 @@ bench-retrieval: $(STAMP)
 # Search latency at 10k and 100k chunks under 1–100 grants (about ten minutes).
 bench-search-scale: $(STAMP)
 	$(PY) -m bench.search_scale
+
+# MCP read_page throughput through gunicorn against a plain Django view (about a minute).
+bench-mcp: $(STAMP)
+	$(PY) -m bench.mcp_throughput
+
+# The official MCP conformance suite (npm, with its own Node 22) against a running server.
+CONFORMANCE_STAMP := conformance/node_modules/.installed
+$(CONFORMANCE_STAMP): conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund
+	touch $(CONFORMANCE_STAMP)
+
+conformance: $(STAMP) $(CONFORMANCE_STAMP)
+	$(PY) conformance/run.py

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from corpus.models import Page, Revision
+from corpus.selectors import page_get_visible
 from grants.models import Grant, Group, GroupMembership, Member, ServiceAccount
 from grants.predicates import effective_permission
 from grants.principals import SYSTEM
@@ -175,3 +176,11 @@ class PredicatePropertyTests(TestCase):
         for page in world["pages"]:
             held = effective_permission(principal, path=page.path, category=page.category, sensitivity=page.sensitivity)
             assert held == expected[page.path], (page, world)
+            # The per-row form (one page by key) agrees with the set-wise form.
+            for level, name in ((1, "read"), (3, "approve")):
+                try:
+                    page_get_visible(principal=principal, path=page.path, permission=name)
+                    reached = True
+                except Page.DoesNotExist:
+                    reached = False
+                assert reached == (expected[page.path] is not None and expected[page.path] >= level), (page, name)
