@@ -183,4 +183,5 @@ class PredicatePropertyTests(TestCase):
                     reached = True
                 except Page.DoesNotExist:
                     reached = False
-                assert reached == (expected[page.path] is not None and expected[page.path] >= level), (page, name)
+                want_held = expected[page.path]
+                assert reached == (want_held is not None and want_held >= level), (page, name)
