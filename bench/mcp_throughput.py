@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.mcp_throughput [--clients 16] [--seconds 20] [--rounds 3] [--keepalive]
 
-Starts gunicorn as the Procfile does (2 workers x 4 threads) on the demo data, connects
+Starts gunicorn as the Procfile does (4 workers x 2 threads) on the demo data, connects
 the demo member ``alice`` through the real OAuth flow, and then, round by round, drives
 N concurrent clients for the given seconds at:
 
@@ -89,6 +89,8 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3, help="alternate plain/MCP this many times (median)")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (as the Procfile)")
+    parser.add_argument("--threads", type=int, default=2, help="threads per worker (as the Procfile)")
     parser.add_argument(
         "--keepalive",
         action="store_true",
@@ -108,7 +110,7 @@ def main() -> int:
     port = free_port()
     env["BRAIN_BASE_URL"] = f"http://127.0.0.1:{port}"
     try:
-        with gunicorn(port, env=env) as base_url:
+        with gunicorn(port, env=env, workers=args.workers, threads=args.threads) as base_url:
             connection = connect(base_url, "alice", demo_password(), client_name="MCP throughput bench")
             headers = {"Authorization": f"Bearer {connection.access_token}", "Content-Type": "application/json"}
             payload = json.dumps(CALL).encode()

@@ -44,7 +44,7 @@ def demo_password() -> str:
 
 
 @contextmanager
-def gunicorn(port: int, *, env: dict[str, str] | None = None, workers: int = 2, threads: int = 4) -> Iterator[str]:
+def gunicorn(port: int, *, env: dict[str, str] | None = None, workers: int = 4, threads: int = 2) -> Iterator[str]:
     """Serve ``brain.wsgi`` on 127.0.0.1:``port``; yields the base URL; stops it afterwards."""
     command = [
         sys.executable, "-m", "gunicorn", "brain.wsgi", "--bind", f"127.0.0.1:{port}",
