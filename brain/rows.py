@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Model
 
@@ -40,3 +41,19 @@ def hydrate(row: Sequence[Any], models: Sequence[type[Model]], start: int = 0) -
         instances.append(model.from_db(connection.alias, [field.attname for field in fields], values))
         position += len(fields)
     return instances
+
+
+def fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """Run a hot read and return its first row (or None), as a prepared statement when enabled.
+
+    Only for fixed-shape lookups by key, whose generic plan is the custom one: psycopg keeps
+    the statement prepared on the connection, so later calls skip PostgreSQL's planning.
+    """
+    with connection.cursor() as cursor:
+        if settings.BRAIN_DB_PREPARED:
+            # Django's wrapper does not pass ``prepare``; the psycopg cursor under it does.
+            cursor.cursor.execute(sql, params, prepare=True)
+        else:
+            cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return tuple(row) if row is not None else None

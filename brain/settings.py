@@ -137,12 +137,16 @@ DATABASES: dict[str, dict[str, Any]] = {
     )
 }
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
-# Server-side parameter binding lets psycopg prepare statements it runs repeatedly: the
-# access predicate's query plans in ~0.7 ms and executes in ~0.1 ms, so hot reads (the
-# MCP read tools) mostly pay for planning unless the plan is kept. Turn off with
-# BRAIN_DB_PREPARED=false behind a transaction-mode pooler (PgBouncer < 1.21).
-if env_bool("BRAIN_DB_PREPARED", True):
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
+# Server-side parameter binding, so the few hot reads can run as prepared statements
+# (brain.rows.fetch_one): the access predicate's query plans in ~0.7 ms and executes in
+# ~0.1 ms. Nothing is prepared automatically: a generic plan for hybrid search chose badly
+# (10k chunks, everything visible: p95 13 -> 70 ms). Turn off with BRAIN_DB_PREPARED=false
+# behind a transaction-mode pooler (PgBouncer < 1.21).
+BRAIN_DB_PREPARED = env_bool("BRAIN_DB_PREPARED", True)
+if BRAIN_DB_PREPARED:
+    # A threshold no query reaches: psycopg prepares only what asks for it (prepare=True);
+    # None would disable even that.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 2**31})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --------------------------------------------------------------------------- redis, cache, celery

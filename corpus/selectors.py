@@ -11,10 +11,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
-from django.db import connection
 from django.db.models import QuerySet
 
-from brain.rows import columns, hydrate
+from brain.rows import columns, fetch_one, hydrate
 from corpus.models import Figure, Page, PageLink, Revision, Source
 from grants.models import Member
 from grants.predicates import reaches_sql
@@ -63,9 +62,7 @@ def page_get_visible(*, principal: Principal | None, path: str, permission: str 
                 JOIN grants_member m ON m.id = p.owner_id
                 JOIN {User._meta.db_table} u ON u.id = m.user_id
                WHERE p.path = %s AND {predicate}"""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (path, *params))
-        row = cursor.fetchone()
+    row = fetch_one(sql, (path, *params))
     if row is None:
         raise Page.DoesNotExist("Page matching query does not exist.")
     page, revision, owner, user = hydrate(row, [Page, Revision, Member, User])

@@ -11,12 +11,11 @@ import json
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.http import HttpRequest
 from oauth2_provider.models import get_access_token_model
 from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
-from brain.rows import columns, hydrate
+from brain.rows import columns, fetch_one, hydrate
 from builds.services import CredentialInvalid, build_credential_resolve
 from grants.models import Member
 from mcp_api.tools import BUILD, PERSON, Caller
@@ -59,9 +58,7 @@ def _active_member_for_token(checksum: str) -> tuple[Member, str, list[str]] | N
                 JOIN {User._meta.db_table} u ON u.id = t.user_id AND u.is_active
                 JOIN {Member._meta.db_table} m ON m.user_id = u.id AND m.is_active
                WHERE t.token_checksum = %s AND t.expires > now()"""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [checksum])
-        row = cursor.fetchone()
+    row = fetch_one(sql, [checksum])
     if row is None:
         return None
     member, user = hydrate(row, [Member, User], start=2)
