@@ -140,7 +140,7 @@ def query_vector(text: str) -> str:
 # --------------------------------------------------------------------------- SQL
 
 
-def _tsquery(query: str) -> tuple[str, list[Any]] | None:
+def tsquery_sql(query: str) -> tuple[str, list[Any]] | None:
     """SQL for the lexical tsquery of ``query`` and its params, or None if it has no terms."""
     parts: list[str] = []
     params: list[Any] = []
@@ -399,7 +399,7 @@ def search(
             logger.warning("search degraded: the embedder is unavailable")
             response.degraded = True
     response.timings_ms["embed"] = (time.perf_counter() - started) * 1000
-    tsquery = _tsquery(query) if "lexical" in arms else None
+    tsquery = tsquery_sql(query) if "lexical" in arms else None
 
     limit = max(int(config["CANDIDATES"]), k * cap * 2)
     while True:

@@ -1,0 +1,98 @@
+"""Deterministic reading of a memory when no model is configured.
+
+Tag normalisation, hashtags, and heuristics for importance, kind and volatility. The
+heuristics only fill in what the caller did not say, and never make a memory canonical:
+that takes an explicit ``status:canonical`` tag or ``set_status``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from corpus.lexical import normalise
+from memory.models import MAX_TAG_LENGTH, MAX_TAGS, Kind, Status, Volatility
+
+
+class MemoryInvalid(ValueError):
+    """A capture or edit that cannot be stored; the message names what is wrong."""
+
+
+# A hashtag: '#' at a word start, then letters/digits/-/_/: (Unicode letters included).
+_HASHTAG = re.compile(r"(?<![\w&])#([^\W_][\w:-]{0,126})", re.UNICODE)
+_STATUS_PREFIX = "status:"
+
+
+@dataclass(frozen=True)
+class Tags:
+    tags: list[str]
+    status: str | None  # from a ``status:<value>`` tag, if one was given
+
+
+def normalise_tags(raw: list[str] | None, content: str = "") -> Tags:
+    """Trim, lower-case and de-duplicate tags; add ``#hashtags`` from ``content``.
+
+    A ``status:<value>`` tag sets the status instead of being stored as a tag. Raises
+    ``MemoryInvalid`` for more than 64 tags, a tag over 128 characters or an unknown status.
+    """
+    if raw is not None and not isinstance(raw, list):
+        raise MemoryInvalid("tags must be a list of strings")
+    found: list[str] = []
+    for tag in [*(raw or []), *_HASHTAG.findall(normalise(content))]:
+        if not isinstance(tag, str):
+            raise MemoryInvalid("tags must be a list of strings")
+        clean = normalise(tag).strip().lower()
+        if not clean:
+            continue
+        if len(clean) > MAX_TAG_LENGTH:
+            raise MemoryInvalid(f"a tag may be at most {MAX_TAG_LENGTH} characters")
+        if "\x00" in clean:
+            raise MemoryInvalid("tags refused: a tag contains a NUL character")
+        found.append(clean)
+    status = None
+    tags: list[str] = []
+    for tag in dict.fromkeys(found):
+        if tag.startswith(_STATUS_PREFIX):
+            value = tag[len(_STATUS_PREFIX) :]
+            if value not in Status.values:
+                raise MemoryInvalid(f'status must be "canonical", "draft" or "deprecated", not "{value}"')
+            status = value
+        else:
+            tags.append(tag)
+    if len(tags) > MAX_TAGS:
+        raise MemoryInvalid(f"a memory may carry at most {MAX_TAGS} tags")
+    return Tags(tags=tags, status=status)
+
+
+_IMPORTANT = re.compile(
+    r"\b(decided|decision|must|never|always|policy|critical|deadline|agreed|contract|security|legal)\b", re.I
+)
+_TRIVIAL = re.compile(r"\b(maybe|might|idea|random|fyi|btw)\b", re.I)
+_EPISODIC = re.compile(
+    r"\b(today|yesterday|tonight|this morning|last (week|night|month)|met|meeting|called|visited|"
+    r"happened|on (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b|\b\d{4}-\d{2}-\d{2}\b",
+    re.I,
+)
+_VOLATILE = re.compile(r"\b(today|tonight|tomorrow|this week|right now|for now|temporarily|until)\b", re.I)
+_STATE = re.compile(r"\b(currently|working on|in progress|status|blocked|waiting|is now|are now|at the moment)\b", re.I)
+
+
+def classify_importance(content: str, tags: list[str]) -> int:
+    score = 3
+    if _IMPORTANT.search(content) or "important" in tags:
+        score += 1
+    if _TRIVIAL.search(content) and score == 3:
+        score -= 1
+    return max(1, min(5, score))
+
+
+def classify_kind(content: str) -> str:
+    return Kind.EPISODIC if _EPISODIC.search(content) else Kind.SEMANTIC
+
+
+def classify_volatility(content: str) -> str:
+    if _VOLATILE.search(content):
+        return Volatility.VOLATILE
+    if _STATE.search(content):
+        return Volatility.STATE
+    return Volatility.DURABLE

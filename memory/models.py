@@ -1,0 +1,188 @@
+"""The memory layer: each member's private memories and the one shared team layer.
+
+A memory lives in exactly one layer (``workspace``): ``personal`` (only its author can
+read it — administrators included cannot) or ``company`` (the shared team layer: every
+active member reads it; only the author or an administrator changes it). Sharing moves
+the memory between layers; there is never a copy.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import F, Q
+from pgvector.django import HnswIndex, VectorField
+
+from corpus.models import EMBEDDING_DIMENSIONS
+from grants.models import Member
+from memory.querysets import MemoryQuerySet
+
+MAX_TAGS = 64
+MAX_TAG_LENGTH = 128
+
+
+class Workspace(models.TextChoices):
+    PERSONAL = "personal"
+    COMPANY = "company"  # the wire value of the Shared team layer
+
+
+class Status(models.TextChoices):
+    CANONICAL = "canonical"
+    DRAFT = "draft"
+    DEPRECATED = "deprecated"
+
+
+class Kind(models.TextChoices):
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+
+
+class Volatility(models.TextChoices):
+    DURABLE = "durable"
+    STATE = "state"
+    VOLATILE = "volatile"
+
+
+class LinkType(models.TextChoices):
+    RELATES_TO = "relates_to"
+    SUPERSEDES = "supersedes"
+    CAUSED_BY = "caused_by"
+    DECIDED = "decided"
+    ABOUT_PERSON = "about_person"
+    PART_OF_PROJECT = "part_of_project"
+    FOLLOWS = "follows"
+    DRAWN_FROM = "drawn_from"
+
+
+class Provenance(models.TextChoices):
+    EXPLICIT = "explicit"
+    INFERRED = "inferred"
+    SYSTEM = "system"
+
+
+class Memory(models.Model):
+    """One memory. Status travels on the wire as a ``status:<value>`` tag, as in the seed."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    author = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="memories")
+    workspace = models.CharField(max_length=16, choices=Workspace.choices, default=Workspace.PERSONAL)
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=MAX_TAG_LENGTH), default=list, blank=True, size=MAX_TAGS)
+    source = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    importance = models.PositiveSmallIntegerField(default=3)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SEMANTIC)
+    volatility = models.CharField(max_length=16, choices=Volatility.choices, default=Volatility.DURABLE)
+    recall_count = models.PositiveIntegerField(default=0)
+    contradiction_wins = models.PositiveIntegerField(default=0)
+    contradiction_losses = models.PositiveIntegerField(default=0)
+    # Null while the embedder is down; ``memory.backfill_embeddings`` fills it later.
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
+    # NFKC text and no-space-script bigrams for keyword recall (see corpus.lexical).
+    lexical = models.TextField(default="")
+    cjk_terms = models.TextField(default="", blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("lexical", weight="A", config="english")
+        + SearchVector("cjk_terms", weight="B", config="simple"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MemoryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(workspace__in=["personal", "company"]), name="memory_workspace"),
+            models.CheckConstraint(condition=Q(status__in=["canonical", "draft", "deprecated"]), name="memory_status"),
+            models.CheckConstraint(condition=Q(importance__gte=1, importance__lte=5), name="memory_importance"),
+            models.CheckConstraint(condition=Q(kind__in=["episodic", "semantic"]), name="memory_kind"),
+            models.CheckConstraint(
+                condition=Q(volatility__in=["durable", "state", "volatile"]), name="memory_volatility"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "author", "-created_at"], name="memory_layer_recent"),
+            GinIndex(name="memory_tags_gin", fields=["tags"]),
+            GinIndex(name="memory_search_vector_gin", fields=["search_vector"]),
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.workspace})"
+
+    @property
+    def wire_tags(self) -> list[str]:
+        """Tags as clients see them: the stored tags plus ``status:<status>``."""
+        return [*self.tags, f"status:{self.status}"]
+
+
+class MemoryLink(models.Model):
+    """A typed relationship between two memories of the same layer (never to itself)."""
+
+    from_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
+    to_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    type = models.CharField(max_length=32, choices=LinkType.choices)
+    provenance = models.CharField(max_length=16, choices=Provenance.choices, default=Provenance.EXPLICIT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["from_memory", "to_memory", "type"], name="memory_link_unique"),
+            models.CheckConstraint(condition=~Q(from_memory=F("to_memory")), name="memory_link_not_self"),
+            models.CheckConstraint(condition=Q(type__in=LinkType.values), name="memory_link_type"),
+            models.CheckConstraint(condition=Q(provenance__in=Provenance.values), name="memory_link_provenance"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_memory_id} -{self.type}-> {self.to_memory_id}"
+
+
+class MemoryEvent(models.Model):
+    """Append-only history of one memory (kept after the memory is forgotten; never its content)."""
+
+    class Action(models.TextChoices):
+        CREATED = "created"
+        UPDATED = "updated"
+        APPENDED = "appended"
+        DELETED = "deleted"
+        STATUS_CHANGED = "status_changed"
+        SHARED = "shared"
+        UNSHARED = "unshared"
+
+    memory_id = models.UUIDField(db_index=True)
+    actor = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=32, choices=Action.choices)
+    workspace = models.CharField(max_length=16, choices=Workspace.choices)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.memory_id}"
+
+
+class MemoryPreference(models.Model):
+    """A member's own memory settings: where their captures land by default."""
+
+    member = models.OneToOneField(Member, on_delete=models.CASCADE, related_name="memory_preference")
+    default_workspace = models.CharField(max_length=16, choices=Workspace.choices, default=Workspace.PERSONAL)
+
+    def __str__(self) -> str:
+        return f"{self.member}: {self.default_workspace}"

@@ -1,0 +1,32 @@
+"""Who can see which memory: the layer rule as a query filter.
+
+- ``personal``: only its author (an administrator is no exception);
+- ``company``: every active member.
+An inactive member, a service account, ``None`` or ``SYSTEM`` see nothing here: memories
+belong to people, and no code path reads them "as the system".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db import models
+from django.db.models import Exists, Q
+
+from grants.principals import Principal
+
+if TYPE_CHECKING:
+    from memory.models import Memory  # noqa: F401
+
+
+class MemoryQuerySet(models.QuerySet["Memory"]):
+    def visible_to(self, principal: Principal | None) -> MemoryQuerySet:
+        """Memories ``principal`` may read; the reader's own activeness is checked in the query."""
+        from grants.models import Member
+
+        if not isinstance(principal, Member):
+            return self.none()
+        reader_active = Exists(Member.objects.filter(pk=principal.pk, is_active=True, user__is_active=True))
+        return self.filter(reader_active).filter(
+            Q(workspace="company") | Q(workspace="personal", author_id=principal.pk)
+        )

@@ -1,0 +1,330 @@
+"""Recall by meaning: dense and keyword arms fused by reciprocal rank, then re-ranked.
+
+score = RRF(k = 60) × recency × frequency × importance × tag boost, then diversity
+re-ranking (MMR, λ = 0.7) to ``top_k``, then optional graph expansion along links (0–3
+hops, × 0.6 a hop), which adds the linked memories after the direct results.
+
+- recency = floor + (1 − floor)·exp(−age / half-life); floors 0.9 (canonical, importance
+  ≥ 4, durable), 0.6 (state, and the default), 0.15 (volatile); half-lives by tag: task 7 d,
+  work 90 d, context 180 d, otherwise 30 d;
+- frequency = 1 + ln(1 + recall count); importance = 0.8 + 0.4 · importance / 5;
+- tag boost = 1 + 0.25 per query word that is one of the memory's tags, at most 1.5.
+
+Time phrases in the query ("yesterday", "last week", "this month", "last 3 days" …)
+become date filters. Deprecated memories never come back. If the embedder is down the
+keyword arm answers alone and ``degraded`` is set.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import BooleanField, F, FloatField
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from brain import embeddings
+from corpus.lexical import normalise
+from corpus.search import query_vector, tsquery_sql
+from grants.models import Member
+from memory.classify import MemoryInvalid
+from memory.models import Kind, Memory, MemoryLink, Status, Volatility, Workspace
+
+RRF_K = 60
+CANDIDATES = 50
+MMR_LAMBDA = 0.7
+HOP_DECAY = 0.6
+HALF_LIVES = (("task", 7.0), ("work", 90.0), ("context", 180.0))
+DEFAULT_HALF_LIFE = 30.0
+
+
+@dataclass
+class Recalled:
+    memory: Memory
+    score: float
+    similarity: float | None  # cosine similarity to the query, when the dense arm saw it
+    hop: int = 0
+
+
+@dataclass
+class Recall:
+    results: list[Recalled] = field(default_factory=list)
+    degraded: bool = False
+    after: dt.datetime | None = None
+    before: dt.datetime | None = None
+
+
+# --------------------------------------------------------------------------- time phrases
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def time_window(query: str, now: dt.datetime | None = None) -> tuple[str, dt.datetime | None, dt.datetime | None]:
+    """(query without its time phrase, after, before) for the first time phrase found."""
+    now = now or timezone.now()
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    week_start = today - dt.timedelta(days=today.weekday())
+    month_start = today.replace(day=1)
+    previous_month_start = (month_start - dt.timedelta(days=1)).replace(day=1)
+    phrases: list[tuple[str, Any]] = [
+        (r"\btoday\b", lambda m: (today, None)),
+        (r"\byesterday\b", lambda m: (today - dt.timedelta(days=1), today)),
+        (r"\bthis week\b", lambda m: (week_start, None)),
+        (r"\blast week\b", lambda m: (week_start - dt.timedelta(days=7), week_start)),
+        (r"\bthis month\b", lambda m: (month_start, None)),
+        (r"\blast month\b", lambda m: (previous_month_start, month_start)),
+        (
+            r"\b(?:in the |over the )?(?:last|past) (\d{1,3}) days?\b",
+            lambda m: (today - dt.timedelta(days=int(m.group(1))), None),
+        ),
+        (r"\bthis year\b", lambda m: (today.replace(month=1, day=1), None)),
+    ]
+    for pattern, window in phrases:
+        match = re.search(pattern, query, re.I)
+        if match:
+            after, before = window(match)
+            rest = (query[: match.start()] + query[match.end() :]).strip(" ,.?")
+            return re.sub(r"\s{2,}", " ", rest) or query, after, before
+    return query, None, None
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def recency(memory: Memory, now: dt.datetime) -> float:
+    if memory.status == Status.CANONICAL or memory.importance >= 4 or memory.volatility == Volatility.DURABLE:
+        floor = 0.9
+    elif memory.volatility == Volatility.VOLATILE:
+        floor = 0.15
+    else:
+        floor = 0.6
+    half_life = next((days for tag, days in HALF_LIVES if tag in memory.tags), DEFAULT_HALF_LIFE)
+    age_days = max(0.0, (now - memory.created_at).total_seconds() / 86400)
+    return floor + (1 - floor) * math.exp(-age_days / half_life)
+
+
+def frequency(memory: Memory) -> float:
+    return 1 + math.log(1 + memory.recall_count)
+
+
+def importance_weight(memory: Memory) -> float:
+    return 0.8 + 0.4 * memory.importance / 5
+
+
+def tag_boost(memory: Memory, words: set[str]) -> float:
+    return min(1.5, 1 + 0.25 * len(words & set(memory.tags)))
+
+
+def _mmr(items: list[Recalled], vectors: dict[Any, np.ndarray], k: int) -> list[Recalled]:
+    """Maximal marginal relevance: relevance against redundancy with what is already chosen."""
+    if not items:
+        return []
+    top = max(item.score for item in items) or 1.0
+    chosen: list[Recalled] = []
+    pool = list(items)
+    while pool and len(chosen) < k:
+
+        def value(item: Recalled) -> float:
+            vector = vectors.get(item.memory.pk)
+            redundancy = 0.0
+            if vector is not None:
+                redundancy = max(
+                    (float(vector @ vectors[c.memory.pk]) for c in chosen if c.memory.pk in vectors), default=0.0
+                )
+            return MMR_LAMBDA * (item.score / top) - (1 - MMR_LAMBDA) * redundancy
+
+        best = max(pool, key=value)
+        chosen.append(best)
+        pool.remove(best)
+    return chosen
+
+
+# --------------------------------------------------------------------------- recall
+
+
+def memory_recall(
+    *,
+    actor: Member,
+    query: str,
+    top_k: int = 5,
+    tag: str | None = None,
+    after: dt.datetime | None = None,
+    before: dt.datetime | None = None,
+    kind: str | None = None,
+    hops: int = 0,
+    workspace: str | None = None,
+    count_recall: bool = True,
+) -> Recall:
+    """The memories ``actor`` can see that best answer ``query`` (see the module docstring)."""
+    if not isinstance(query, str) or not query.strip():
+        raise MemoryInvalid("query must be non-empty text")
+    if not 1 <= int(top_k) <= 20:
+        raise MemoryInvalid("topK must be from 1 to 20")
+    if not 0 <= int(hops) <= 3:
+        raise MemoryInvalid("hops must be from 0 to 3")
+    if kind is not None and kind not in Kind.values:
+        raise MemoryInvalid('kind must be "episodic" or "semantic"')
+    if workspace not in (None, "", *Workspace.values):
+        raise MemoryInvalid('workspace must be "personal" or "company"')
+    text, phrase_after, phrase_before = time_window(query.strip())
+    after = after or phrase_after
+    before = before or phrase_before
+
+    base = Memory.objects.visible_to(actor).exclude(status=Status.DEPRECATED)
+    if workspace:
+        base = base.filter(workspace=workspace)
+    if tag:
+        base = base.filter(tags__contains=[normalise(tag).strip().lower()])
+    if after:
+        base = base.filter(created_at__gte=after)
+    if before:
+        base = base.filter(created_at__lt=before)
+    if kind:
+        base = base.filter(kind=kind)
+
+    response = Recall(after=after, before=before)
+    ranks: dict[Any, float] = {}
+    similarity: dict[Any, float] = {}
+    try:
+        # The per-process query cache of search holds pgvector literals; the ORM wants floats.
+        vector: list[float] | None = [float(value) for value in query_vector(text).strip("[]").split(",")]
+    except embeddings.EmbeddingError:
+        vector = None
+        response.degraded = True
+    with transaction.atomic():
+        if vector is not None:
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            dense = (
+                base.filter(embedding__isnull=False)
+                .annotate(distance=CosineDistance("embedding", vector))
+                .order_by("distance")
+                .values_list("pk", "distance")[:CANDIDATES]
+            )
+            for rank, (pk, distance) in enumerate(dense, start=1):
+                ranks[pk] = ranks.get(pk, 0.0) + 1 / (RRF_K + rank)
+                similarity[pk] = 1.0 - float(distance)
+        tsquery = tsquery_sql(text)
+        if tsquery is not None:
+            sql, params = tsquery
+            keyword = (
+                base.filter(RawSQL(f"search_vector @@ {sql}", params, output_field=BooleanField()))
+                .annotate(rank=RawSQL(f"ts_rank(search_vector, {sql})", params, output_field=FloatField()))
+                .order_by("-rank", "-created_at")
+                .values_list("pk", flat=True)[:CANDIDATES]
+            )
+            for rank, pk in enumerate(keyword, start=1):
+                ranks[pk] = ranks.get(pk, 0.0) + 1 / (RRF_K + rank)
+
+    if not ranks:
+        return response
+    memories = {memory.pk: memory for memory in Memory.objects.filter(pk__in=list(ranks))}
+    now = timezone.now()
+    words = {word.lower() for word in re.findall(r"[\w:-]+", normalise(text))}
+    scored = [
+        Recalled(
+            memory=memory,
+            score=ranks[pk]
+            * recency(memory, now)
+            * frequency(memory)
+            * importance_weight(memory)
+            * tag_boost(memory, words),
+            similarity=similarity.get(pk),
+        )
+        for pk, memory in memories.items()
+    ]
+    scored.sort(key=lambda item: item.score, reverse=True)
+    vectors = {
+        memory.pk: np.asarray(memory.embedding, dtype=np.float32)
+        for memory in memories.values()
+        if memory.embedding is not None
+    }
+    results = _mmr(scored, vectors, int(top_k))
+    if hops:
+        results = _expand(actor, results, int(hops), base)  # top_k direct results plus their neighbours
+    if count_recall and results:
+        Memory.objects.filter(pk__in=[item.memory.pk for item in results]).update(recall_count=F("recall_count") + 1)
+    response.results = results
+    return response
+
+
+def _expand(actor: Member, results: list[Recalled], hops: int, base: Any) -> list[Recalled]:
+    """Follow links out of the results, hop by hop, scoring neighbours × 0.6 per hop."""
+    seen = {item.memory.pk: item for item in results}
+    frontier = list(results)
+    for hop in range(1, hops + 1):
+        ids = [item.memory.pk for item in frontier]
+        pairs = list(
+            MemoryLink.objects.filter(from_memory__in=ids).values_list("from_memory_id", "to_memory_id")
+        ) + list(MemoryLink.objects.filter(to_memory__in=ids).values_list("to_memory_id", "from_memory_id"))
+        neighbour_ids = {other for _, other in pairs if other not in seen}
+        visible = {memory.pk: memory for memory in base.filter(pk__in=neighbour_ids)}
+        parent_score = {item.memory.pk: item.score for item in frontier}
+        next_frontier = []
+        for parent, other in pairs:
+            if other in visible and other not in seen:
+                item = Recalled(
+                    memory=visible[other], score=parent_score[parent] * HOP_DECAY**hop, similarity=None, hop=hop
+                )
+                seen[other] = item
+                next_frontier.append(item)
+        frontier = next_frontier
+        if not frontier:
+            break
+    return sorted(seen.values(), key=lambda item: item.score, reverse=True)
+
+
+def memory_list_recent(
+    *,
+    actor: Member,
+    n: int = 10,
+    tag: str | None = None,
+    kind: str | None = None,
+    workspace: str | None = None,
+    author: str | None = None,
+) -> list[Memory]:
+    """The most recent memories ``actor`` can see (deprecated included, labelled by status)."""
+    if not 1 <= int(n) <= 50:
+        raise MemoryInvalid("n must be from 1 to 50")
+    if workspace not in (None, "", *Workspace.values):
+        raise MemoryInvalid('workspace must be "personal" or "company"')
+    memories = Memory.objects.visible_to(actor).select_related("author__user")
+    if tag:
+        memories = memories.filter(tags__contains=[normalise(tag).strip().lower()])
+    if kind:
+        memories = memories.filter(kind=kind)
+    if workspace:
+        memories = memories.filter(workspace=workspace)
+    if author:
+        memories = memories.filter(author__user__username=author)
+    return list(memories.order_by("-created_at")[: int(n)])
+
+
+def memory_get(*, actor: Member, memory_id: Any) -> Memory:
+    """One memory ``actor`` can see; ``Memory.DoesNotExist`` otherwise (hidden = missing)."""
+    try:
+        return Memory.objects.visible_to(actor).select_related("author__user").get(pk=memory_id)
+    except (ValueError, TypeError) as exc:  # not a UUID: the same answer as a missing id
+        raise Memory.DoesNotExist from exc
+
+
+def memory_connections(*, actor: Member, memory_id: Any) -> list[tuple[str, str, Memory]]:
+    """(direction, type, other memory) for every link of a visible memory whose other end is visible."""
+    memory = memory_get(actor=actor, memory_id=memory_id)
+    visible = Memory.objects.visible_to(actor)
+    out = [
+        ("out", link.type, link.to_memory)
+        for link in MemoryLink.objects.filter(from_memory=memory, to_memory__in=visible).select_related("to_memory")
+    ]
+    into = [
+        ("in", link.type, link.from_memory)
+        for link in MemoryLink.objects.filter(to_memory=memory, from_memory__in=visible).select_related("from_memory")
+    ]
+    return out + into

@@ -1,0 +1,421 @@
+"""The one write path for memories: capture, edit, share, link, forget.
+
+Every write is transactional, passes the secret scanner, refuses NUL, and appends a
+``MemoryEvent`` (never the content). Who may write:
+
+- a personal memory: only its author (to anyone else it does not exist);
+- a shared (``company``) memory: its author or an administrator; other members get a
+  refusal naming the rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from brain import embeddings
+from corpus import lexical
+from corpus.scanner import require_clean
+from grants.models import Member
+from memory.classify import (
+    MemoryInvalid,
+    classify_importance,
+    classify_kind,
+    classify_volatility,
+    normalise_tags,
+)
+from memory.models import (
+    Kind,
+    LinkType,
+    Memory,
+    MemoryEvent,
+    MemoryLink,
+    MemoryPreference,
+    Provenance,
+    Status,
+    Workspace,
+)
+
+MAX_CONTENT = 20_000
+DUPLICATE_BLOCK = 0.95
+DUPLICATE_FLAG = 0.85
+AUTO_LINK = 0.78
+AUTO_LINK_MAX = 3
+FOLLOWS_WINDOW = dt.timedelta(minutes=30)
+DUPLICATE_TAG = "duplicate-candidate"
+CONTRADICTION_TAG = "contradiction-resolved"
+
+
+@dataclass
+class Capture:
+    """What ``memory_remember`` did: ``stored``, ``flagged`` (stored, a near-duplicate) or ``duplicate``."""
+
+    memory: Memory
+    outcome: str
+    duplicate_of: Memory | None = None
+    similarity: float | None = None
+    links: list[MemoryLink] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def workspace_value(workspace: str | None) -> str | None:
+    """Validate a layer name from the wire; None stays None."""
+    if workspace is None or workspace == "":
+        return None
+    if workspace not in Workspace.values:
+        raise MemoryInvalid('workspace must be "personal" or "company"')
+    return workspace
+
+
+def default_workspace(member: Member) -> str:
+    """The member's default, else the brain's setting, else personal."""
+    preference = MemoryPreference.objects.filter(member=member).values_list("default_workspace", flat=True).first()
+    return preference or getattr(settings, "BRAIN_MEMORY_DEFAULT_WORKSPACE", None) or Workspace.PERSONAL
+
+
+def _clean_content(content: Any, *, where: str = "content") -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise MemoryInvalid(f"{where} must be non-empty text")
+    if len(content) > MAX_CONTENT:
+        raise MemoryInvalid(f"{where} may be at most {MAX_CONTENT} characters")
+    require_clean(content, where)
+    return content.strip()
+
+
+def duplicate_text(content: str) -> str:
+    """What the duplicate check embeds: the whole text up to 1,500 characters, else first/middle/last 500."""
+    if len(content) <= 1500:
+        return content
+    middle = len(content) // 2
+    return "\n".join([content[:500], content[middle - 250 : middle + 250], content[-500:]])
+
+
+def _embed(content: str) -> tuple[list[float] | None, str]:
+    """The content's vector and model id, or (None, "") when the embedder is down (back-filled later)."""
+    try:
+        return [float(v) for v in embeddings.embed([duplicate_text(content)])[0]], embeddings.model_id()
+    except embeddings.EmbeddingError:
+        return None, ""
+
+
+def _index(memory: Memory) -> None:
+    memory.lexical = lexical.index_text(memory.content + "\n" + " ".join(memory.tags))
+    memory.cjk_terms = lexical.index_terms(memory.content + " " + " ".join(memory.tags))
+
+
+def _event(memory: Memory, actor: Member, action: str, **metadata: Any) -> None:
+    MemoryEvent.objects.create(
+        memory_id=memory.pk, actor=actor, action=action, workspace=memory.workspace, metadata=metadata
+    )
+
+
+def _require_member(actor: Any) -> Member:
+    if not isinstance(actor, Member) or not actor.is_active:
+        raise PermissionDenied("only an active member has memories")
+    return actor
+
+
+def editable(actor: Member, memory_id: Any) -> Memory:
+    """The memory ``actor`` may change, locked for update.
+
+    ``Memory.DoesNotExist`` when it is not visible to them (a teammate's personal memory
+    and a missing id answer alike); ``PermissionDenied`` for a shared memory they did not
+    write, unless they are an administrator.
+    """
+    _require_member(actor)
+    memory = Memory.objects.visible_to(actor).select_for_update().get(pk=memory_id)
+    if memory.author_id != actor.pk and not (memory.workspace == Workspace.COMPANY and actor.is_administrator):
+        raise PermissionDenied("only the author or an admin may change a shared memory")
+    return memory
+
+
+def nearest(
+    actor: Member, workspace: str, vector: list[float], *, exclude: Any = None, limit: int = 10
+) -> list[tuple[Memory, float]]:
+    """The closest live memories in ``workspace`` that ``actor`` can see, with cosine similarity."""
+    candidates = (
+        Memory.objects.visible_to(actor)
+        .filter(workspace=workspace, embedding__isnull=False)
+        .exclude(status=Status.DEPRECATED)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")
+    )
+    if exclude is not None:
+        candidates = candidates.exclude(pk=exclude)
+    return [(memory, 1.0 - float(memory.distance)) for memory in candidates[:limit]]  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def memory_remember(
+    *,
+    actor: Member,
+    content: str,
+    tags: list[str] | None = None,
+    workspace: str | None = None,
+    source: str = "",
+    importance: int | None = None,
+    kind: str | None = None,
+    volatility: str | None = None,
+) -> Capture:
+    """Capture one memory through the pipeline.
+
+    Duplicate check on the content's embedding within the target layer: similarity ≥ 0.95
+    stores nothing and returns the existing memory; ≥ 0.85 stores it tagged
+    ``duplicate-candidate`` (no automatic verdict without a model: flag, don't guess).
+    Then classification fills what the caller did not say (never ``canonical``), and up to
+    3 neighbours with similarity ≥ 0.78 are linked; ``follows`` links the one episodic memory
+    of the author's written in the previous 30 minutes, when there is exactly one.
+    """
+    _require_member(actor)
+    text = _clean_content(content)
+    parsed = normalise_tags(tags, text)
+    layer = workspace_value(workspace) or default_workspace(actor)
+    if importance is not None and (not isinstance(importance, int) or not 1 <= importance <= 5):
+        raise MemoryInvalid("importance must be an integer from 1 to 5")
+    if kind is not None and kind not in Kind.values:
+        raise MemoryInvalid('kind must be "episodic" or "semantic"')
+    if volatility is not None and volatility not in ("durable", "state", "volatile"):
+        raise MemoryInvalid('volatility must be "durable", "state" or "volatile"')
+    if not isinstance(source, str) or len(source) > 200:
+        raise MemoryInvalid("source must be text of at most 200 characters")
+    require_clean(source, "source")
+    vector, model = _embed(text)
+
+    with transaction.atomic():
+        neighbours = nearest(actor, layer, vector) if vector is not None else []
+        top = neighbours[0] if neighbours else None
+        if top is not None and top[1] >= DUPLICATE_BLOCK:
+            return Capture(memory=top[0], outcome="duplicate", duplicate_of=top[0], similarity=top[1])
+        flagged = top is not None and top[1] >= DUPLICATE_FLAG
+        stored_tags = parsed.tags + ([DUPLICATE_TAG] if flagged and DUPLICATE_TAG not in parsed.tags else [])
+        memory = Memory(
+            author=actor,
+            workspace=layer,
+            content=text,
+            tags=stored_tags[:64],
+            source=source,
+            status=parsed.status or Status.DRAFT,
+            importance=importance or classify_importance(text, parsed.tags),
+            kind=kind or classify_kind(text),
+            volatility=volatility or classify_volatility(text),
+            embedding=vector,
+            embedding_model=model,
+        )
+        _index(memory)
+        memory.save()
+        _event(memory, actor, MemoryEvent.Action.CREATED, flagged=flagged)
+        links = _auto_link(actor, memory, neighbours)
+        return Capture(
+            memory=memory,
+            outcome="flagged" if flagged else "stored",
+            duplicate_of=top[0] if flagged and top else None,
+            similarity=top[1] if flagged and top else None,
+            links=links,
+        )
+
+
+def _auto_link(actor: Member, memory: Memory, neighbours: list[tuple[Memory, float]]) -> list[MemoryLink]:
+    links = [
+        MemoryLink(from_memory=memory, to_memory=other, type=LinkType.RELATES_TO, provenance=Provenance.INFERRED)
+        for other, similarity in neighbours[:AUTO_LINK_MAX]
+        if similarity >= AUTO_LINK
+    ]
+    if memory.kind == Kind.EPISODIC:
+        recent = list(
+            Memory.objects.filter(
+                author=actor,
+                workspace=memory.workspace,
+                kind=Kind.EPISODIC,
+                created_at__gte=timezone.now() - FOLLOWS_WINDOW,
+            )
+            .exclude(pk=memory.pk)
+            .exclude(status=Status.DEPRECATED)[:2]
+        )
+        if len(recent) == 1:
+            links.append(
+                MemoryLink(from_memory=memory, to_memory=recent[0], type=LinkType.FOLLOWS, provenance=Provenance.SYSTEM)
+            )
+    return MemoryLink.objects.bulk_create(links, ignore_conflicts=True)
+
+
+def apply_contradiction(*, actor: Member, new: Memory, old: Memory) -> Memory:
+    """Settle a contradiction verdict (from a model): the newer memory wins, unless the old one is protected.
+
+    The old memory is deprecated, a ``supersedes`` link is drawn new → old and the new one
+    is tagged ``contradiction-resolved``. A canonical old memory is never overwritten:
+    the new one is stored as a draft instead and the old one stays as it was.
+    """
+    with transaction.atomic():
+        new = Memory.objects.select_for_update().get(pk=new.pk)
+        old = Memory.objects.select_for_update().get(pk=old.pk)
+        if old.status == Status.CANONICAL:
+            new.status = Status.DRAFT
+            new.save(update_fields=["status", "updated_at"])
+            old.contradiction_wins += 1
+            old.save(update_fields=["contradiction_wins", "updated_at"])
+            _event(new, actor, MemoryEvent.Action.STATUS_CHANGED, status=Status.DRAFT, reason="contradicts protected")
+            return new
+        old.status = Status.DEPRECATED
+        old.contradiction_losses += 1
+        old.save(update_fields=["status", "contradiction_losses", "updated_at"])
+        new.contradiction_wins += 1
+        if CONTRADICTION_TAG not in new.tags:
+            new.tags = [*new.tags, CONTRADICTION_TAG]
+        _index(new)
+        new.save(update_fields=["tags", "contradiction_wins", "lexical", "cjk_terms", "updated_at"])
+        MemoryLink.objects.get_or_create(
+            from_memory=new, to_memory=old, type=LinkType.SUPERSEDES, defaults={"provenance": Provenance.SYSTEM}
+        )
+        _event(old, actor, MemoryEvent.Action.STATUS_CHANGED, status=Status.DEPRECATED, reason="superseded")
+        return new
+
+
+# --------------------------------------------------------------------------- edits
+
+
+def memory_append(*, actor: Member, memory_id: Any, text: str) -> Memory:
+    """Add ``\\n\\n[Update <date>]: text`` to a memory and re-index it."""
+    addition = _clean_content(text, where="text")
+    with transaction.atomic():
+        memory = editable(actor, memory_id)
+        content = f"{memory.content}\n\n[Update {timezone.now().date().isoformat()}]: {addition}"
+        if len(content) > MAX_CONTENT:
+            raise MemoryInvalid(f"content may be at most {MAX_CONTENT} characters (with the update)")
+        memory.content = content
+        _reembed(memory)
+        memory.save()
+        _event(memory, actor, MemoryEvent.Action.APPENDED, characters=len(addition))
+        return memory
+
+
+def memory_update(
+    *, actor: Member, memory_id: Any, content: str | None = None, tags: list[str] | None = None
+) -> Memory:
+    """Replace a memory's content and/or (all of) its tags."""
+    if content is None and tags is None:
+        raise MemoryInvalid("give content, tags or both")
+    with transaction.atomic():
+        memory = editable(actor, memory_id)
+        if content is not None:
+            memory.content = _clean_content(content)
+        if tags is not None:
+            parsed = normalise_tags(tags, memory.content)
+            memory.tags = parsed.tags
+            if parsed.status:
+                memory.status = parsed.status
+        _reembed(memory)
+        memory.save()
+        _event(memory, actor, MemoryEvent.Action.UPDATED, content=content is not None, tags=tags is not None)
+        return memory
+
+
+def _reembed(memory: Memory) -> None:
+    vector, model = _embed(memory.content)
+    memory.embedding = vector
+    memory.embedding_model = model
+    _index(memory)
+
+
+def memory_set_status(*, actor: Member, memory_id: Any, status: str) -> Memory:
+    if status not in Status.values:
+        raise MemoryInvalid('status must be "canonical", "draft" or "deprecated"')
+    with transaction.atomic():
+        memory = editable(actor, memory_id)
+        previous = memory.status
+        memory.status = status
+        memory.save(update_fields=["status", "updated_at"])
+        _event(memory, actor, MemoryEvent.Action.STATUS_CHANGED, status=status, previous=previous)
+        return memory
+
+
+def memory_forget(*, actor: Member, memory_id: Any) -> None:
+    """Delete a memory permanently (its links go with it; its event history stays)."""
+    with transaction.atomic():
+        memory = editable(actor, memory_id)
+        _event(memory, actor, MemoryEvent.Action.DELETED)
+        memory.delete()
+
+
+def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memory, int]:
+    """Move a memory to ``workspace`` (share to ``company`` or back to ``personal``).
+
+    The one memory moves, never a copy; its author stays. Links whose other memory stays
+    in the old layer are removed (links never cross layers); returns (memory, links removed).
+    Un-sharing is for the author or an admin; only the author's own memory can be shared.
+    """
+    target = workspace_value(workspace)
+    if target is None:
+        raise MemoryInvalid('workspace must be "personal" or "company"')
+    with transaction.atomic():
+        memory = editable(actor, memory_id)
+        if memory.workspace == target:
+            return memory, 0
+        if target == Workspace.COMPANY and memory.author_id != actor.pk:
+            raise PermissionDenied("only the author may share a memory")
+        crossing = MemoryLink.objects.filter(from_memory=memory).exclude(to_memory__workspace=target) | (
+            MemoryLink.objects.filter(to_memory=memory).exclude(from_memory__workspace=target)
+        )
+        removed, _ = crossing.delete()
+        source_layer = memory.workspace
+        memory.workspace = target
+        memory.save(update_fields=["workspace", "updated_at"])
+        action = MemoryEvent.Action.SHARED if target == Workspace.COMPANY else MemoryEvent.Action.UNSHARED
+        _event(memory, actor, action, previous=source_layer, links_removed=removed)
+        return memory, removed
+
+
+def memory_link(*, actor: Member, from_id: Any, to_id: Any, type: str = LinkType.RELATES_TO) -> MemoryLink:
+    """Draw an explicit link; both memories must be visible, in the same layer, and not the same."""
+    if type not in LinkType.values:
+        raise MemoryInvalid(f"type must be one of {', '.join(LinkType.values)}")
+    with transaction.atomic():
+        source = editable(actor, from_id)
+        target = Memory.objects.visible_to(actor).get(pk=to_id)
+        if source.pk == target.pk:
+            raise MemoryInvalid("a memory cannot link to itself")
+        if source.workspace != target.workspace:
+            raise MemoryInvalid("links stay within one layer: both memories must be personal or both shared")
+        link, _ = MemoryLink.objects.get_or_create(
+            from_memory=source, to_memory=target, type=type, defaults={"provenance": Provenance.EXPLICIT}
+        )
+        return link
+
+
+def memory_unlink(*, actor: Member, from_id: Any, to_id: Any, type: str | None = None) -> int:
+    """Remove the links from one memory to another (of one type, or all); returns how many."""
+    with transaction.atomic():
+        source = editable(actor, from_id)
+        target = Memory.objects.visible_to(actor).get(pk=to_id)
+        links = MemoryLink.objects.filter(from_memory=source, to_memory=target)
+        if type is not None:
+            links = links.filter(type=type)
+        removed, _ = links.delete()
+        return removed
+
+
+def memory_backfill_embeddings(*, limit: int = 200) -> int:
+    """Embed memories stored while the embedder was down; returns how many were filled."""
+    pending = list(Memory.objects.filter(embedding__isnull=True).order_by("created_at")[:limit])
+    if not pending:
+        return 0
+    try:
+        vectors = embeddings.embed([duplicate_text(memory.content) for memory in pending])
+    except embeddings.EmbeddingError:
+        return 0
+    model = embeddings.model_id()
+    for memory, vector in zip(pending, vectors, strict=True):
+        Memory.objects.filter(pk=memory.pk, embedding__isnull=True).update(
+            embedding=[float(v) for v in vector], embedding_model=model
+        )
+    return len(pending)

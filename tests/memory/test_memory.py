@@ -1,0 +1,286 @@
+"""The memory layer's services and recall: layers, the capture pipeline, share, recall."""
+
+from __future__ import annotations
+
+import datetime as dt
+from unittest import mock
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.test import TestCase
+from django.utils import timezone
+
+from brain import embeddings
+from corpus import search as search_module
+from grants.principals import SYSTEM
+from grants.services import member_create
+from memory.classify import MemoryInvalid, normalise_tags
+from memory.models import LinkType, Memory, MemoryEvent, MemoryLink, Status
+from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall, time_window
+from memory.services import (
+    apply_contradiction,
+    memory_append,
+    memory_backfill_embeddings,
+    memory_forget,
+    memory_link,
+    memory_remember,
+    memory_set_status,
+    memory_share,
+    memory_unlink,
+    memory_update,
+)
+
+
+def embedder_down(texts):
+    raise embeddings.EmbeddingError("embedding endpoint failed (ConnectionError)")
+
+
+class MemoryTestCase(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice")
+        cls.bob = member_create(actor=SYSTEM, username="bob")
+        cls.charlie = member_create(actor=SYSTEM, username="charlie", role="admin")
+
+    def setUp(self) -> None:
+        search_module.query_vector_cache.clear()
+
+    def remember(self, content: str, who=None, **kwargs):
+        return memory_remember(actor=who or self.alice, content=content, **kwargs).memory
+
+
+class LayerTests(MemoryTestCase):
+    def test_a_personal_memory_is_invisible_to_everyone_else_admins_included(self) -> None:
+        secret = self.remember("My sister's birthday is on 3 March.")
+        for other in (self.bob, self.charlie):
+            with pytest.raises(Memory.DoesNotExist):
+                memory_get(actor=other, memory_id=secret.pk)
+            with pytest.raises(Memory.DoesNotExist):
+                memory_get(actor=other, memory_id="00000000-0000-0000-0000-000000000000")
+            assert memory_recall(actor=other, query="birthday in March").results == []
+            assert memory_list_recent(actor=other) == []
+            for change in (
+                lambda who: memory_append(actor=who, memory_id=secret.pk, text="x"),
+                lambda who: memory_update(actor=who, memory_id=secret.pk, content="x"),
+                lambda who: memory_set_status(actor=who, memory_id=secret.pk, status="deprecated"),
+                lambda who: memory_forget(actor=who, memory_id=secret.pk),
+                lambda who: memory_share(actor=who, memory_id=secret.pk, workspace="company"),
+            ):
+                with pytest.raises(Memory.DoesNotExist):
+                    change(other)
+            own = self.remember("Something of mine", who=other)
+            with pytest.raises(Memory.DoesNotExist):
+                memory_link(actor=other, from_id=own.pk, to_id=secret.pk)
+        assert memory_get(actor=self.alice, memory_id=secret.pk).content.startswith("My sister")
+
+    def test_shared_memories_are_read_by_all_and_changed_only_by_the_author_or_an_admin(self) -> None:
+        shared = self.remember("We ship on Thursdays.", workspace="company")
+        assert memory_get(actor=self.bob, memory_id=shared.pk).author_id == self.alice.pk
+        with pytest.raises(PermissionDenied, match="only the author or an admin"):
+            memory_append(actor=self.bob, memory_id=shared.pk, text="and Fridays")
+        with pytest.raises(PermissionDenied):
+            memory_forget(actor=self.bob, memory_id=shared.pk)
+        updated = memory_append(actor=self.charlie, memory_id=shared.pk, text="Not in December.")
+        assert "[Update " in updated.content
+        assert updated.content.endswith("]: Not in December.")
+
+    def test_an_unknown_layer_is_refused_by_name(self) -> None:
+        with pytest.raises(MemoryInvalid, match='workspace must be "personal" or "company"'):
+            self.remember("x", workspace="team")
+
+    def test_inactive_members_see_nothing(self) -> None:
+        self.remember("Shared fact", workspace="company")
+        self.bob.is_active = False
+        self.bob.save()
+        assert memory_list_recent(actor=self.bob) == []
+
+
+class CaptureTests(MemoryTestCase):
+    def test_tags_are_trimmed_lowercased_and_hashtags_become_tags(self) -> None:
+        memory = self.remember(
+            "Deploy freeze for #Release-42 starts Friday", tags=["  Ops ", "ops", "status:canonical"]
+        )
+        assert memory.tags == ["ops", "release-42"]
+        assert memory.status == Status.CANONICAL
+        assert memory.wire_tags[-1] == "status:canonical"
+        with pytest.raises(MemoryInvalid, match="at most 64 tags"):
+            normalise_tags([f"t{i}" for i in range(65)])
+        with pytest.raises(MemoryInvalid, match="at most 128"):
+            normalise_tags(["x" * 129])
+
+    def test_secrets_and_nul_are_refused_and_nothing_is_stored(self) -> None:
+        with pytest.raises(ValueError, match="refused"):
+            self.remember("the key is AKIAIOSFODNN7EXAMPLE ok")
+        with pytest.raises(ValueError, match="NUL"):
+            self.remember("bad\x00byte")
+        assert Memory.objects.count() == 0
+
+    def test_duplicate_thresholds_block_flag_and_link(self) -> None:
+        first = self.remember("The API rate limit is 600 requests per minute.")
+        again = memory_remember(actor=self.alice, content="The API rate limit is 600 requests a minute.")
+        assert again.outcome == "duplicate"
+        assert again.memory.pk == first.pk
+        assert again.similarity is not None
+        assert again.similarity >= 0.95
+        assert Memory.objects.count() == 1
+
+        office = self.remember("Our office in Tokyo opens at 9.")
+        near = memory_remember(actor=self.alice, content="The Tokyo office opens at nine.")
+        assert near.outcome == "flagged"
+        assert near.similarity is not None
+        assert 0.85 <= near.similarity < 0.95
+        assert "duplicate-candidate" in near.memory.tags
+        assert near.duplicate_of.pk == office.pk
+
+        ship = self.remember("We ship releases on Thursdays.")
+        related = memory_remember(actor=self.alice, content="Releases go out on Thursdays.")
+        assert related.outcome == "stored"
+        assert [(link.to_memory_id, link.type, link.provenance) for link in related.links] == [
+            (ship.pk, LinkType.RELATES_TO, "inferred")
+        ]
+
+    def test_the_duplicate_check_stays_within_one_layer_and_what_the_author_can_see(self) -> None:
+        self.remember("The API rate limit is 600 requests per minute.", who=self.bob)
+        mine = memory_remember(actor=self.alice, content="The API rate limit is 600 requests a minute.")
+        assert mine.outcome == "stored"  # bob's personal memory is not alice's duplicate
+
+    def test_classification_fills_gaps_and_never_makes_a_memory_canonical(self) -> None:
+        decision = self.remember("We decided the security review must happen before every release.")
+        assert decision.importance == 4
+        assert decision.status == Status.DRAFT
+        meeting = self.remember("Met the Northwind team today about the renewal.")
+        assert meeting.kind == "episodic"
+        assert meeting.volatility == "volatile"
+        assert self.remember("Currently working on the billing migration.").volatility == "state"
+
+    def test_follows_links_the_one_recent_episodic_memory(self) -> None:
+        first = self.remember("Met Dana yesterday about the roadmap.")
+        second = self.remember("Called the bank this morning about invoices.")
+        assert MemoryLink.objects.filter(from_memory=second, to_memory=first, type=LinkType.FOLLOWS).exists()
+
+    def test_contradiction_deprecates_the_old_unless_it_is_canonical(self) -> None:
+        old = self.remember("The on-call rotation is weekly.")
+        new = self.remember("The on-call rotation is every two weeks.")
+        settled = apply_contradiction(actor=self.alice, new=new, old=old)
+        old.refresh_from_db()
+        assert old.status == Status.DEPRECATED
+        assert "contradiction-resolved" in settled.tags
+        assert MemoryLink.objects.filter(from_memory=new, to_memory=old, type=LinkType.SUPERSEDES).exists()
+
+        protected = self.remember("Discounts above 12% need the commercial lead.", tags=["status:canonical"])
+        challenger = self.remember("Discounts above 20% need the commercial lead.", tags=["status:canonical"])
+        settled = apply_contradiction(actor=self.alice, new=challenger, old=protected)
+        protected.refresh_from_db()
+        assert settled.status == Status.DRAFT
+        assert protected.status == Status.CANONICAL
+        assert protected.content.startswith("Discounts above 12%")
+
+    def test_captures_work_with_the_embedder_down_and_vectors_are_back_filled(self) -> None:
+        with mock.patch.object(embeddings, "embed", side_effect=embedder_down):
+            memory = self.remember("Backups are restored monthly as a drill.")
+        assert memory.embedding is None
+        assert memory_backfill_embeddings() == 1
+        memory.refresh_from_db()
+        assert memory.embedding is not None
+
+    def test_every_write_leaves_an_event_without_content(self) -> None:
+        memory = self.remember("A fact worth keeping.")
+        memory_append(actor=self.alice, memory_id=memory.pk, text="More.")
+        memory_set_status(actor=self.alice, memory_id=memory.pk, status="canonical")
+        memory_share(actor=self.alice, memory_id=memory.pk, workspace="company")
+        memory_forget(actor=self.alice, memory_id=memory.pk)
+        events = list(MemoryEvent.objects.filter(memory_id=memory.pk).values_list("action", flat=True))
+        assert events == ["created", "appended", "status_changed", "shared", "deleted"]
+        assert "A fact" not in str(list(MemoryEvent.objects.values_list("metadata", flat=True)))
+
+
+class ShareAndLinkTests(MemoryTestCase):
+    def test_share_moves_the_one_memory_with_its_links(self) -> None:
+        a = self.remember("Project Falcon kickoff notes.", workspace="company")
+        b = self.remember("Project Falcon budget is 40k.")
+        c = self.remember("Project Falcon owner is Dana.")
+        memory_link(actor=self.alice, from_id=b.pk, to_id=c.pk, type="part_of_project")
+        with pytest.raises(MemoryInvalid, match="within one layer"):
+            memory_link(actor=self.alice, from_id=b.pk, to_id=a.pk)
+        moved, removed = memory_share(actor=self.alice, memory_id=b.pk, workspace="company")
+        assert moved.workspace == "company"
+        assert removed >= 1  # the link to c stays behind: links never cross layers
+        assert Memory.objects.filter(pk=b.pk).count() == 1  # moved, not copied
+        assert memory_get(actor=self.bob, memory_id=b.pk).author_id == self.alice.pk
+        memory_link(actor=self.alice, from_id=b.pk, to_id=a.pk, type="part_of_project")
+        assert [(d, t, m.pk) for d, t, m in memory_connections(actor=self.bob, memory_id=b.pk)] == [
+            ("out", "part_of_project", a.pk)
+        ]
+        # Un-sharing: the author or an admin only; the links to shared memories stay behind.
+        with pytest.raises(PermissionDenied):
+            memory_share(actor=self.bob, memory_id=b.pk, workspace="personal")
+        memory_share(actor=self.charlie, memory_id=b.pk, workspace="personal")
+        with pytest.raises(Memory.DoesNotExist):
+            memory_get(actor=self.bob, memory_id=b.pk)
+        assert memory_connections(actor=self.alice, memory_id=b.pk) == []
+
+    def test_links_refuse_self_and_unknown_types_and_unlink_removes(self) -> None:
+        a = self.remember("Alpha fact.")
+        b = self.remember("Beta fact.")
+        with pytest.raises(MemoryInvalid, match="itself"):
+            memory_link(actor=self.alice, from_id=a.pk, to_id=a.pk)
+        with pytest.raises(MemoryInvalid, match="type must be one of"):
+            memory_link(actor=self.alice, from_id=a.pk, to_id=b.pk, type="likes")
+        memory_link(actor=self.alice, from_id=a.pk, to_id=b.pk, type="caused_by")
+        assert memory_unlink(actor=self.alice, from_id=a.pk, to_id=b.pk) == 1
+
+
+class RecallTests(MemoryTestCase):
+    def test_recall_finds_by_meaning_and_excludes_deprecated(self) -> None:
+        kept = self.remember("The staging database is rebuilt every night at 2am.")
+        gone = self.remember("Staging data is wiped each evening.")
+        memory_set_status(actor=self.alice, memory_id=gone.pk, status="deprecated")
+        results = memory_recall(actor=self.alice, query="when does staging get reset?").results
+        assert results[0].memory.pk == kept.pk
+        assert gone.pk not in {item.memory.pk for item in results}
+        kept.refresh_from_db()
+        assert kept.recall_count == 1
+
+    def test_cjk_and_full_width_keywords_with_the_embedder_off(self) -> None:
+        tokyo = self.remember("東京オフィスは午前9時に開きます。")
+        pg = self.remember("ＰｏｓｔｇｒｅＳＱＬ backups run nightly.")
+        with mock.patch.object(embeddings, "embed", side_effect=embedder_down):
+            jp = memory_recall(actor=self.alice, query="東京オフィス")
+            latin = memory_recall(actor=self.alice, query="postgresql")
+            wide = memory_recall(actor=self.alice, query="ＰＯＳＴＧＲＥＳＱＬ")
+        assert jp.degraded is True
+        assert [item.memory.pk for item in jp.results] == [tokyo.pk]
+        assert [item.memory.pk for item in latin.results] == [pg.pk]
+        assert [item.memory.pk for item in wide.results] == [pg.pk]
+
+    def test_time_phrases_become_date_filters(self) -> None:
+        now = timezone.now()
+        text, after, before = time_window("what did we decide last week about pricing", now)
+        assert text == "what did we decide about pricing"
+        assert before is not None
+        assert after is not None
+        assert before - after == dt.timedelta(days=7)
+        old = self.remember("We decided pricing moves to annual plans.")
+        Memory.objects.filter(pk=old.pk).update(created_at=now - dt.timedelta(days=60))
+        fresh = self.remember("We decided pricing keeps monthly plans too.")
+        results = memory_recall(actor=self.alice, query="pricing decision this month").results
+        assert [item.memory.pk for item in results] == [fresh.pk]
+
+    def test_graph_expansion_follows_links(self) -> None:
+        root = self.remember("Project Heron launches in May.")
+        linked = self.remember("Zebra crossing paint supplier contact is Fred.")
+        memory_link(actor=self.alice, from_id=root.pk, to_id=linked.pk, type="part_of_project")
+        direct = {
+            item.memory.pk for item in memory_recall(actor=self.alice, query="Heron launch date", top_k=1).results
+        }
+        assert direct == {root.pk}
+        expanded = memory_recall(actor=self.alice, query="Heron launch date", top_k=1, hops=1).results
+        assert [(item.memory.pk, item.hop) for item in expanded] == [(root.pk, 0), (linked.pk, 1)]
+
+    def test_bad_arguments_are_named(self) -> None:
+        with pytest.raises(MemoryInvalid, match="topK"):
+            memory_recall(actor=self.alice, query="x", top_k=50)
+        with pytest.raises(MemoryInvalid, match="hops"):
+            memory_recall(actor=self.alice, query="x", hops=4)
+        with pytest.raises(MemoryInvalid, match="non-empty"):
+            memory_recall(actor=self.alice, query="  ")
