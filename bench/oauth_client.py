@@ -65,7 +65,11 @@ def connect(base_url: str, username: str, password: str, *, client_name: str = "
     fields = {name: unescape(value) for name, value in
               re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', consent.text)}  # fmt: skip
     fields["allow"] = "Authorize"
-    approved = browser.post(authorize_url, data=fields, headers={"Referer": authorize_url}, allow_redirects=False,
+    form: dict[str, str | list[str]] = {
+        **fields,
+        "scope_choice": re.findall(r'name="scope_choice" value="([^"]+)" checked', consent.text),  # left ticked
+    }
+    approved = browser.post(authorize_url, data=form, headers={"Referer": authorize_url}, allow_redirects=False,
                             timeout=30)  # fmt: skip
     code = parse_qs(urlsplit(approved.headers.get("Location", "")).query).get("code", [""])[0]
     if approved.status_code != 302 or not code:

@@ -26,6 +26,7 @@ from corpus.scanner import NulRefused, SecretRefused
 from corpus.search import SearchError
 from mcp_api import ratelimit
 from mcp_api.tools import Caller, tool_for, tools_for
+from memory.classify import MemoryInvalid
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         return _tool_error(message_id, "Not found.")
     except PageInvalid as invalid:
         return _tool_error(message_id, "The page is not valid: " + "; ".join(str(p) for p in invalid.problems))
-    except (SecretRefused, NulRefused, SearchError, PathError, PermissionError) as refused:
+    except (SecretRefused, NulRefused, SearchError, PathError, PermissionError, MemoryInvalid) as refused:
         return _tool_error(message_id, str(refused))
     except PromotionBlocked as blocked:
         return _tool_error(message_id, "; ".join(blocked.blockers))
@@ -137,10 +138,11 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         logger.exception("tool %s failed", tool.name)
         return error(message_id, INTERNAL_ERROR, "Internal error; quote the request id.")
     structured = output.model_dump(mode="json")
+    text = tool.render(output) if tool.render is not None else json.dumps(structured, ensure_ascii=False)
     return _result(
         message_id,
         {
-            "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+            "content": [{"type": "text", "text": text}],
             "structuredContent": structured,
             "isError": False,
         },

@@ -13,11 +13,9 @@ to the advertised output schema by construction.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from builds.models import Build, BuildChange
 from builds.selectors import build_diff, build_summary
@@ -42,56 +40,10 @@ from corpus.selectors import (
     source_search,
 )
 from corpus.services import page_validate, source_tag
-from grants.principals import Principal
+from mcp_api.base import BUILD, PERSON, SCOPE_CORPUS_READ, SCOPE_MEMORY, Args, Caller, Out, Tool
+from mcp_api.memory_tools import MEMORY_TOOLS
 
-PERSON = "person"
-BUILD = "build"
-SCOPE_CORPUS_READ = "corpus:read"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: their principal, credential kind, scopes, and (for builds) the bound build."""
-
-    principal: Principal
-    kind: str
-    scopes: frozenset[str] = frozenset()
-    build: Build | None = None
-
-    @property
-    def rate_key(self) -> str:
-        """Rate windows are per principal: every credential of one person shares them."""
-        return f"{type(self.principal).__name__.lower()}:{getattr(self.principal, 'pk', 'system')}"
-
-
-class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Out(BaseModel):
-    pass
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    input_model: type[Args]
-    output_model: type[Out]
-    handler: Callable[[Caller, Any], Out]
-    read_only: bool = True
-    rate_class: str = "read"  # read | search | ask
-    kinds: frozenset[str] = frozenset({PERSON, BUILD})
-    scopes: frozenset[str] = field(default_factory=lambda: frozenset({SCOPE_CORPUS_READ}))
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": self.input_model.model_json_schema(),
-            "outputSchema": self.output_model.model_json_schema(),
-            "annotations": {"readOnlyHint": self.read_only, "destructiveHint": False, "openWorldHint": False},
-        }
+__all__ = ["BUILD", "CATALOGUE", "PERSON", "SCOPE_CORPUS_READ", "SCOPE_MEMORY", "Args", "Caller", "Out", "Tool"]
 
 
 # --------------------------------------------------------------------------- read tools
@@ -498,6 +450,7 @@ CATALOGUE: tuple[Tool, ...] = (
     Tool("diff_page", "Unified diff of this build's draft of a page against the live page.", PathArgs, DiffOut, diff_page, kinds=_BRANCH),
     Tool("validate_page", "Check a page (path + Markdown) without writing it.", WriteArgs, ValidateOut, validate_page, kinds=_BRANCH),
     Tool("submit_for_review", "Submit this build for review by a person.", NoArgs, StatusOut, submit_for_review, read_only=False, kinds=_BRANCH),
+    *MEMORY_TOOLS,
 )  # fmt: skip
 
 _BY_NAME = {tool.name: tool for tool in CATALOGUE}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -58,7 +58,7 @@ class Capture:
     """What ``memory_remember`` did: ``stored``, ``flagged`` (stored, a near-duplicate) or ``duplicate``."""
 
     memory: Memory
-    outcome: str
+    outcome: Literal["stored", "flagged", "duplicate"]
     duplicate_of: Memory | None = None
     similarity: float | None = None
     links: list[MemoryLink] = field(default_factory=list)

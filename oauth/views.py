@@ -21,6 +21,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
+from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
 from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
 
@@ -52,7 +53,29 @@ class ConsentView(AuthorizationView):
         response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
         return response
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context_data(**kwargs)
+        descriptions = oauth2_settings.SCOPES
+        context["scope_choices"] = [(scope, descriptions.get(scope, scope)) for scope in kwargs.get("scopes", [])]
+        return context
+
+    def get_form_kwargs(self) -> dict[str, Any]:
+        """The person may narrow what the app asked for (one checkbox a scope), never widen it."""
+        kwargs: dict[str, Any] = super().get_form_kwargs()
+        # The marker tells "every box unticked" (no scope_choice sent) from a client without the boxes.
+        if self.request.method == "POST" and "scope_choices_shown" in self.request.POST:
+            data = self.request.POST.copy()
+            requested = str(data.get("scope", "")).split()
+            chosen = [scope for scope in data.getlist("scope_choice") if scope in requested]
+            data["scope"] = " ".join(chosen)
+            kwargs["data"] = data
+        return kwargs
+
     def form_valid(self, form: Any) -> HttpResponse:
+        if form.cleaned_data.get("allow") and not str(form.cleaned_data.get("scope", "")).strip():
+            form.add_error(None, "Choose at least one thing the app may do, or cancel.")
+            refused: HttpResponse = self.form_invalid(form)
+            return refused
         response: HttpResponse = super().form_valid(form)
         member = principal_for_user(self.request.user)
         if form.cleaned_data.get("allow") and member is not None and "code=" in response.get("Location", ""):

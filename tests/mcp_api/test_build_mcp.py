@@ -55,7 +55,7 @@ class BuildMcpTests(LiveServerTestCase):
         for mode in ("legacy", "auto"):
             with self.subTest(mode=mode):
                 assert self.run_client(names, mode) == READ_TOOLS | BRANCH_TOOLS
-        assert len(CATALOGUE) == 21
+        assert sum(1 for tool in CATALOGUE if "build" in tool.kinds) == 21
 
     def test_write_read_diff_and_submit_end_to_end(self) -> None:
         async def work(client: Client) -> dict[str, Any]:

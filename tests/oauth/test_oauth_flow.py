@@ -60,7 +60,8 @@ class MemoryStorage:
 class Browser:
     """A signed-in person's browser: opens the consent page and clicks Connect."""
 
-    def __init__(self, session_cookie: str) -> None:
+    def __init__(self, session_cookie: str, allow: list[str] | None = None) -> None:
+        self.allow = allow  # the scopes the person leaves ticked (None: all the app asked for)
         self.http = requests.Session()
         self.http.cookies.set(settings.SESSION_COOKIE_NAME, session_cookie)
         self.consent_status: int | None = None
@@ -74,7 +75,10 @@ class Browser:
         fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
         fields = {name: unescape(value) for name, value in fields.items()}
         fields["allow"] = "Authorize"
-        answer = self.http.post(url, data=fields, allow_redirects=False, timeout=30)
+        form: dict[str, Any] = dict(fields)
+        ticked = re.findall(r'name="scope_choice" value="([^"]+)" checked', page.text)
+        form["scope_choice"] = ticked if self.allow is None else self.allow
+        answer = self.http.post(url, data=form, allow_redirects=False, timeout=30)
         assert answer.status_code == 302, answer.text[:500]
         query = parse_qs(urlsplit(answer.headers["Location"]).query)
         self.result = AuthorizationCodeResult(
@@ -106,9 +110,9 @@ class OAuthFlowTests(LiveServerTestCase):
         publish(DISCOUNT_POLICY, category="pricing", sensitivity="restricted")  # hidden from alice
         self.url = f"{base}/api/mcp"
 
-    def browser_for(self, member: Member) -> Browser:
+    def browser_for(self, member: Member, allow: list[str] | None = None) -> Browser:
         self.client.force_login(member.user)
-        return Browser(self.client.cookies[settings.SESSION_COOKIE_NAME].value)
+        return Browser(self.client.cookies[settings.SESSION_COOKIE_NAME].value, allow=allow)
 
     def connect_and(self, browser: Browser, storage: MemoryStorage, work: Any, mode: str = "legacy") -> Any:
         metadata = OAuthClientMetadata(
@@ -148,7 +152,7 @@ class OAuthFlowTests(LiveServerTestCase):
             missing = await client.call_tool("read_page", {"path": "topics/pricing/nope.md"})
             return {"tools": tools, "page": page, "hidden": hidden, "missing": missing}
 
-        out = self.connect_and(self.browser_for(self.alice), storage, work, mode)
+        out = self.connect_and(self.browser_for(self.alice, allow=["corpus:read"]), storage, work, mode)
         assert out["tools"] == READ_TOOLS
         assert "Team plan." in out["page"].structured_content["body"]
         assert out["hidden"].is_error
@@ -186,7 +190,7 @@ class OAuthFlowTests(LiveServerTestCase):
         async def work(client: Client) -> int:
             return len((await client.list_tools()).tools)
 
-        assert self.connect_and(self.browser_for(self.alice), storage, work) == 9
+        assert self.connect_and(self.browser_for(self.alice), storage, work) == 22  # both scopes: 9 reads + 13 memory
         assert storage.tokens is not None
         assert storage.client_info is not None
         token = storage.tokens.access_token

@@ -219,13 +219,18 @@ class OAuthRuleTests(TestCase):
         in_query = self.mcp(None, path=f"/api/mcp?access_token={issued['access_token']}")
         assert in_query.status_code == 401
 
-    def test_scopes_are_a_projection_a_memory_only_token_sees_no_corpus_tool(self) -> None:
+    def test_scopes_are_a_projection_a_memory_token_sees_the_memory_tools_and_no_corpus_tool(self) -> None:
         corpus = self.connect("corpus:read")
         names = {tool["name"] for tool in self.mcp(corpus["access_token"]).json()["result"]["tools"]}
         assert "read_page" in names
         assert "write_page" not in names
         memory_only = self.connect("memory")
-        assert self.mcp(memory_only["access_token"]).json()["result"]["tools"] == []
+        memory_names = {tool["name"] for tool in self.mcp(memory_only["access_token"]).json()["result"]["tools"]}
+        assert memory_names == {
+            "remember", "append", "update", "recall", "list_recent", "list_teams", "get", "forget", "set_status",
+            "link", "unlink", "connections", "share",
+        }  # fmt: skip
+        assert not memory_names & names
         call = self.client.post(
             "/api/mcp",
             data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -234,6 +239,35 @@ class OAuthRuleTests(TestCase):
             HTTP_AUTHORIZATION=f"Bearer {memory_only['access_token']}",
         )  # fmt: skip
         assert call.json()["error"]["message"] == "Unknown tool: read_page"
+
+    def test_the_person_may_narrow_the_scopes_but_not_widen_them(self) -> None:
+        client_id = self.register()["client_id"]
+        self.client.force_login(self.alice.user)
+        verifier, challenge = pkce()
+        query = urlencode({
+            "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "s",
+            "scope": "corpus:read", "code_challenge": challenge, "code_challenge_method": "S256",
+        })  # fmt: skip
+        consent = self.client.get("/oauth/authorize/?" + query)
+        assert [scope for scope, _ in consent.context["scope_choices"]] == ["corpus:read"]
+        fields = {name: value for name, value in consent.context["form"].initial.items() if value is not None}
+        nothing = self.client.post(
+            "/oauth/authorize/?" + query, data={**fields, "allow": "Authorize", "scope_choices_shown": "1"}
+        )
+        assert "code=" not in nothing.get("Location", "")
+        widened = self.client.post(
+            "/oauth/authorize/?" + query,
+            data={
+                **fields,
+                "allow": "Authorize",
+                "scope_choices_shown": "1",
+                "scope_choice": ["corpus:read", "memory"],
+            },
+        )
+        code = parse_qs(urlsplit(widened["Location"]).query)["code"][0]
+        token = self.token(grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client_id,
+                           code_verifier=verifier).json()  # fmt: skip
+        assert token["scope"] == "corpus:read"
 
     def test_a_build_credential_is_not_a_person_token_and_a_person_token_is_not_a_build_credential(self) -> None:
         issued = self.connect()
