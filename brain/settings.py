@@ -174,6 +174,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The one sweep a minute: re-enqueue durable build jobs whose worker died (their lease expired).
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "builds-sweep": {"task": "builds.jobs_sweep", "schedule": 60.0},
+    # Memories captured while the embedder was down get their vectors here.
+    "memory-backfill": {"task": "memory.backfill_embeddings", "schedule": 300.0},
 }
 
 # --------------------------------------------------------------------------- auth, sessions
@@ -286,6 +288,12 @@ BRAIN_BUILDS: dict[str, Any] = {
     # A requester approving their own build is refused unless this is set.
     "ALLOW_SELF_APPROVAL": env_bool("BRAIN_BUILDS_ALLOW_SELF_APPROVAL", False),
 }
+
+# Memory: where a capture lands when neither the call nor the member says; up to how many
+# visible memories recall scans exactly, and the HNSW beam width beyond (memory/recall.py).
+BRAIN_MEMORY_DEFAULT_WORKSPACE = env_choice("BRAIN_MEMORY_DEFAULT_WORKSPACE", ("personal", "company"), "personal")
+BRAIN_MEMORY_EF_SEARCH = env_int("BRAIN_MEMORY_EF_SEARCH", 400, minimum=10, maximum=1000)
+BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0)
 
 # MCP calls per principal per one-minute window, by class.
 BRAIN_MCP_RATE_LIMITS: dict[str, int] = {

@@ -1,8 +1,11 @@
 """Recall by meaning: dense and keyword arms fused by reciprocal rank, then re-ranked.
 
-score = RRF(k = 60) × recency × frequency × importance × tag boost, then diversity
-re-ranking (MMR, λ = 0.7) to ``top_k``, then optional graph expansion along links (0–3
-hops, × 0.6 a hop), which adds the linked memories after the direct results.
+Two stages. Relevance: RRF (k = 60) over the arms orders the candidates, and the
+shortlist keeps the best 3 × top_k (at least 10) of those within 0.1 cosine similarity
+of the closest match or among the top 3 keyword hits. Priors: within it, score = RRF ×
+recency × frequency × importance × tag boost, then diversity re-ranking (MMR, λ = 0.7)
+to ``top_k``, then optional graph expansion along links (0–3 hops, × 0.6 a hop), which
+adds the linked memories after the direct results.
 
 - recency = floor + (1 − floor)·exp(−age / half-life); floors 0.9 (canonical, importance
   ≥ 4, durable), 0.6 (state, and the default), 0.15 (volatile); half-lives by tag: task 7 d,
@@ -24,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField, F, FloatField
+from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -41,6 +45,10 @@ RRF_K = 60
 CANDIDATES = 50
 MMR_LAMBDA = 0.7
 HOP_DECAY = 0.6
+SHORTLIST_FACTOR = 3  # re-rank the best 3 x top_k by fused relevance (at least 10)
+SHORTLIST_MIN = 10
+RELEVANCE_MARGIN = 0.1  # cosine similarity below the closest match still counted relevant
+KEYWORD_SURE = 3  # keyword hits ranked this high stay relevant whatever their similarity
 HALF_LIVES = (("task", 7.0), ("work", 90.0), ("context", 180.0))
 DEFAULT_HALF_LIFE = 30.0
 
@@ -122,6 +130,10 @@ def tag_boost(memory: Memory, words: set[str]) -> float:
     return min(1.5, 1 + 0.25 * len(words & set(memory.tags)))
 
 
+def _shortlist(top_k: int) -> int:
+    return max(SHORTLIST_MIN, SHORTLIST_FACTOR * top_k)
+
+
 def _mmr(items: list[Recalled], vectors: dict[Any, np.ndarray], k: int) -> list[Recalled]:
     """Maximal marginal relevance: relevance against redundancy with what is already chosen."""
     if not items:
@@ -192,6 +204,7 @@ def memory_recall(
     response = Recall(after=after, before=before)
     ranks: dict[Any, float] = {}
     similarity: dict[Any, float] = {}
+    keyword_rank: dict[Any, int] = {}
     try:
         # The per-process query cache of search holds pgvector literals; the ORM wants floats.
         vector: list[float] | None = [float(value) for value in query_vector(text).strip("[]").split(",")]
@@ -200,13 +213,24 @@ def memory_recall(
         response.degraded = True
     with transaction.atomic():
         if vector is not None:
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            candidates = base.filter(embedding__isnull=False)
+            # Exact distances while the caller's memories are few enough to scan (a brain's
+            # shared layer plus their own): HNSW treats a topic with few memories as a small
+            # island in its graph, and at 50k memories even ef_search 400 found the right one
+            # for only 4 questions in 36 (bench/memory_recall.py). "+ 0" keeps the planner off
+            # the index. Beyond the limit, HNSW with a wide beam and iterative scanning.
+            exact = candidates.count() <= settings.BRAIN_MEMORY_EXACT_LIMIT
+            distance: Any = CosineDistance("embedding", vector)
+            if exact:
+                distance = ExpressionWrapper(distance + Value(0.0), output_field=FloatField())
+            else:
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+                    cursor.execute(
+                        "SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.BRAIN_MEMORY_EF_SEARCH)]
+                    )
             dense = (
-                base.filter(embedding__isnull=False)
-                .annotate(distance=CosineDistance("embedding", vector))
-                .order_by("distance")
-                .values_list("pk", "distance")[:CANDIDATES]
+                candidates.annotate(distance=distance).order_by("distance").values_list("pk", "distance")[:CANDIDATES]
             )
             for rank, (pk, distance) in enumerate(dense, start=1):
                 ranks[pk] = ranks.get(pk, 0.0) + 1 / (RRF_K + rank)
@@ -222,6 +246,7 @@ def memory_recall(
             )
             for rank, pk in enumerate(keyword, start=1):
                 ranks[pk] = ranks.get(pk, 0.0) + 1 / (RRF_K + rank)
+                keyword_rank[pk] = rank
 
     if not ranks:
         return response
@@ -240,6 +265,23 @@ def memory_recall(
         )
         for pk, memory in memories.items()
     ]
+    # Relevance picks, priors order: only a relevant shortlist is re-ranked, so a frequently
+    # recalled or important memory cannot displace the one the question is about (RRF
+    # scores of ranks 1–50 differ by under 2x and ignore how close a match is; the priors
+    # differ by up to 20x). Relevant: within RELEVANCE_MARGIN of the closest match's
+    # similarity, or a top keyword hit (names, codes, exact words).
+    best = max(similarity.values(), default=None)
+
+    def relevant(pk: Any) -> bool:
+        if best is None:
+            return True  # keyword recall alone (the embedder is down)
+        if pk in similarity and similarity[pk] >= best - RELEVANCE_MARGIN:
+            return True
+        return keyword_rank.get(pk, CANDIDATES + 1) <= KEYWORD_SURE
+
+    fused = [pk for pk, _ in sorted(ranks.items(), key=lambda kv: kv[1], reverse=True)]
+    shortlist = set([pk for pk in fused if relevant(pk)][: _shortlist(int(top_k))])
+    scored = [item for item in scored if item.memory.pk in shortlist]
     scored.sort(key=lambda item: item.score, reverse=True)
     vectors = {
         memory.pk: np.asarray(memory.embedding, dtype=np.float32)

@@ -284,3 +284,24 @@ class RecallTests(MemoryTestCase):
             memory_recall(actor=self.alice, query="x", hops=4)
         with pytest.raises(MemoryInvalid, match="non-empty"):
             memory_recall(actor=self.alice, query="  ")
+
+
+class ParaphraseTests(MemoryTestCase):
+    def test_memories_are_recalled_by_questions_in_other_words(self) -> None:
+        from memory.evaluation.paraphrases import PAIRS
+
+        ids = [memory_remember(actor=self.alice, content=memory).memory.pk for memory, _ in PAIRS]
+        assert len(set(ids)) == len(PAIRS)  # none was taken for a duplicate of another
+        hits = 0
+        misses = []
+        for memory_id, (_, question) in zip(ids, PAIRS, strict=True):
+            found = memory_recall(actor=self.alice, query=question, top_k=3, count_recall=False).results
+            top = [item.memory.pk for item in found]
+            if memory_id in top:
+                hits += 1
+            else:
+                misses.append(question)
+        recall_at_3 = hits / len(PAIRS)
+        print(f"\nparaphrase recall@3 = {recall_at_3:.3f} ({hits}/{len(PAIRS)}); missed: {misses}")
+        assert len(PAIRS) >= 30
+        assert recall_at_3 >= 0.85, misses
