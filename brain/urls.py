@@ -20,6 +20,7 @@ urlpatterns = [
     path("", include("mcp_api.urls")),
     path("", include("oauth.provider_urls")),
     path("", include("oauth.urls")),
+    path("", include("memory.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

@@ -186,3 +186,21 @@ class MemoryPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.member}: {self.default_workspace}"
+
+
+class MemoryApiToken(models.Model):
+    """A member's personal token for the memory REST API: shown once, stored as a SHA-256 hash."""
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="memory_api_tokens")
+    name = models.CharField(max_length=80)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)  # the first characters, to tell tokens apart
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

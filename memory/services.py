@@ -419,3 +419,56 @@ def memory_backfill_embeddings(*, limit: int = 200) -> int:
             embedding=[float(v) for v in vector], embedding_model=model
         )
     return len(pending)
+
+
+# --------------------------------------------------------------------------- personal API tokens
+
+TOKEN_PREFIX = "bmt_"  # noqa: S105 (a public marker that tells token kinds apart, not a secret)
+
+
+def api_token_issue(*, actor: Member, name: str) -> tuple[Any, str]:
+    """Issue a personal memory API token; returns (row, raw token). The raw token is shown once."""
+    import hashlib
+    import secrets
+
+    from memory.models import MemoryApiToken
+
+    _require_member(actor)
+    label = (name or "").strip()
+    if not label or len(label) > 80:
+        raise MemoryInvalid("name the token (1 to 80 characters)")
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = MemoryApiToken.objects.create(
+        member=actor, name=label, token_hash=hashlib.sha256(raw.encode()).hexdigest(), prefix=raw[:12]
+    )
+    return row, raw
+
+
+def api_token_revoke(*, actor: Member, token_id: int) -> None:
+    """Revoke one of ``actor``'s tokens; another member's token is ``DoesNotExist``, like a missing one."""
+    from memory.models import MemoryApiToken
+
+    updated = MemoryApiToken.objects.filter(pk=token_id, member=actor, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    if not updated:
+        raise MemoryApiToken.DoesNotExist("no such token")
+
+
+def api_token_member(raw: str) -> Member | None:
+    """The active member behind a live personal token (and note its use), or None."""
+    import hashlib
+
+    from memory.models import MemoryApiToken
+
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    row = (
+        MemoryApiToken.objects.select_related("member__user")
+        .filter(token_hash=hashlib.sha256(raw.encode()).hexdigest(), revoked_at__isnull=True)
+        .first()
+    )
+    if row is None or not row.member.is_active or not row.member.user.is_active:
+        return None
+    MemoryApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    return row.member

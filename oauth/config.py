@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 MCP_PATH = "/api/mcp"
+MEMORY_API_PATH = "/api/memory"
 SCOPES = {
     "corpus:read": "Read and search the pages and sources you can read yourself",
     "memory": "Recall and record your own memories and the team's shared ones",

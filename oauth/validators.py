@@ -1,9 +1,9 @@
 """The oauthlib request validator, narrowed to what Brain issues tokens for.
 
 Every authorization code (and so every token minted from it, refreshed ones included)
-is bound to the person MCP endpoint as its RFC 8707 resource: a client that names no
-resource still gets a token good only for ``/api/mcp``; a client that names any other
-resource is refused with ``invalid_target``.
+is bound to RFC 8707 resources of this deployment: the ones the client named among
+``/api/mcp`` and ``/api/memory``, or ``/api/mcp`` when it named none. A client naming any
+other resource is refused with ``invalid_target``.
 """
 
 from __future__ import annotations
@@ -14,15 +14,21 @@ from django.conf import settings
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from oauth.config import mcp_resource
+from oauth.config import MEMORY_API_PATH, mcp_resource
 
 
 def resource_refusal(resources: list[str]) -> str | None:
-    """Why ``resources`` cannot be granted here, or None when they can (empty means ours)."""
+    """Why ``resources`` cannot be granted here, or None when they can (empty means the MCP endpoint).
+
+    Brain's protected resources: the MCP endpoint and the memory REST API.
+    """
     ours = mcp_resource(settings.BRAIN_BASE_URL)
-    foreign = [resource for resource in resources if resource.rstrip("/") != ours]
+    allowed = {ours, settings.BRAIN_BASE_URL + MEMORY_API_PATH}
+    foreign = [resource for resource in resources if resource.rstrip("/") not in allowed]
     if foreign:
-        return f"This server issues tokens only for the resource {ours}."
+        return (
+            f"This server issues tokens only for the resources {ours} and {settings.BRAIN_BASE_URL}{MEMORY_API_PATH}."
+        )
     return None
 
 
@@ -32,5 +38,5 @@ class BrainOAuth2Validator(OAuth2Validator):
         refusal = resource_refusal(requested)
         if refusal is not None:
             raise CustomOAuth2Error(error="invalid_target", description=refusal, request=request)
-        request.resource = [mcp_resource(settings.BRAIN_BASE_URL)]
+        request.resource = requested or [mcp_resource(settings.BRAIN_BASE_URL)]
         return super()._create_authorization_code(request, code, expires)

@@ -1,0 +1,343 @@
+"""The memory REST API under ``/api/memory/``: the same service functions as MCP and the dashboard.
+
+Authentication: ``Authorization: Bearer bmt_…`` (a personal API token, issued and revoked
+by the member on the Memory tokens page) or an OAuth access token with the ``memory`` scope
+bound to this API. Never a session cookie (so no CSRF surface), never a query string.
+Errors: ``{"error": {"code", "message", "request_id"}}``; a memory the caller may not see
+is the same 404 as one that does not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from collections import Counter
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
+
+from brain.errors import json_error
+from corpus.scanner import NulRefused, SecretRefused
+from grants.models import Member
+from mcp_api.auth import bearer_token
+from mcp_api.ratelimit import RateLimited, hit
+from memory.classify import MemoryInvalid
+from memory.models import Memory, MemoryLink
+from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
+from memory.services import (
+    api_token_member,
+    memory_append,
+    memory_forget,
+    memory_link,
+    memory_remember,
+    memory_set_status,
+    memory_share,
+    memory_unlink,
+    memory_update,
+)
+from oauth.config import MEMORY_API_PATH
+from oauth.tokens import token_holder
+
+EXPORT_PAGE = 500
+IMPORT_MAX_LINES = 500
+MAX_BODY = 5 * 1024 * 1024
+
+
+def _member(request: HttpRequest) -> Member | None:
+    raw = bearer_token(request)
+    if raw is None:
+        return None
+    member = api_token_member(raw)
+    if member is not None:
+        return member
+    import hashlib
+
+    found = token_holder(hashlib.sha256(raw.encode("utf-8")).hexdigest())
+    if found is None:
+        return None
+    holder, scope, resources = found
+    ours = settings.BRAIN_BASE_URL + MEMORY_API_PATH
+    if "memory" not in scope.split() or not any(validate_resource_as_url_prefix(ours, [r]) for r in resources):
+        return None
+    return holder
+
+
+def memory_api(methods: tuple[str, ...], rate_class: str = "read") -> Callable[..., Any]:
+    """Authenticate, rate-limit, parse JSON and map domain errors for one endpoint."""
+
+    def decorate(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+        @csrf_exempt
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if request.method not in methods:
+                refused = json_error("method_not_allowed", f"Use {' or '.join(methods)}.", 405)
+                refused["Allow"] = ", ".join(methods)
+                return refused
+            member = _member(request)
+            if member is None:
+                refused = json_error("unauthenticated", "Send a personal API token or an OAuth token with the memory scope.", 401)  # fmt: skip
+                refused["WWW-Authenticate"] = 'Bearer realm="brain-memory"'
+                return refused
+            try:
+                hit(principal_key=f"member:{member.pk}", rate_class=rate_class)
+            except RateLimited as limited:
+                throttled = json_error("rate_limited", f"Too many requests; retry after {limited.retry_after} seconds.", 429)  # fmt: skip
+                throttled["Retry-After"] = str(limited.retry_after)
+                return throttled
+            if len(request.body) > MAX_BODY:
+                return json_error("too_large", "The request body is over 5 MB.", 413)
+            try:
+                return view(request, member, *args, **kwargs)
+            except (Memory.DoesNotExist, MemoryLink.DoesNotExist):
+                return json_error("not_found", "Not found.", 404)
+            except PermissionDenied as denied:
+                return json_error("forbidden", str(denied) or "You may not do this.", 403)
+            except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
+                return json_error("invalid", str(invalid), 400)
+            except ValidationError as invalid:
+                return json_error("invalid", "; ".join(invalid.messages), 400)
+
+        return wrapped
+
+    return decorate
+
+
+def _body(request: HttpRequest) -> dict[str, Any]:
+    if not request.body:
+        return {}
+    try:
+        data = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MemoryInvalid("the body must be a JSON object") from exc
+    if not isinstance(data, dict):
+        raise MemoryInvalid("the body must be a JSON object")
+    return data
+
+
+def _int(value: Any, name: str, default: int) -> int:
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise MemoryInvalid(f"{name} must be an integer") from exc
+
+
+def _when(value: Any, name: str) -> dt.datetime | None:
+    if value in (None, ""):
+        return None
+    parsed = parse_datetime(str(value)) if isinstance(value, str) else None
+    if parsed is None:
+        try:
+            parsed = dt.datetime.combine(dt.date.fromisoformat(str(value)), dt.time(), tzinfo=dt.UTC)
+        except ValueError as exc:
+            raise MemoryInvalid(f"{name} must be an ISO date or date-time") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def serialise(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": str(memory.pk), "content": memory.content, "tags": memory.wire_tags, "workspace": memory.workspace,
+        "author": memory.author.username, "status": memory.status, "importance": memory.importance,
+        "kind": memory.kind, "volatility": memory.volatility, "source": memory.source,
+        "recall_count": memory.recall_count, "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+    }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+@memory_api(("POST",), rate_class="search")
+def capture(request: HttpRequest, member: Member) -> HttpResponse:
+    data = _body(request)
+    result = memory_remember(
+        actor=member, content=data.get("content"),  # type: ignore[arg-type]
+        tags=data.get("tags"), workspace=data.get("workspace"), source=data.get("source") or "",
+        importance=data.get("importance"), kind=data.get("kind"), volatility=data.get("volatility"),
+    )  # fmt: skip
+    body = {
+        "outcome": result.outcome, "memory": serialise(result.memory), "similarity": result.similarity,
+        "duplicate_of": str(result.duplicate_of.pk) if result.duplicate_of else None,
+        "links": [{"id": str(link.to_memory_id), "type": link.type} for link in result.links],
+    }  # fmt: skip
+    return JsonResponse(body, status=200 if result.outcome == "duplicate" else 201)
+
+
+@memory_api(("GET", "PATCH", "DELETE"))
+def entry(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
+    if request.method == "GET":
+        return JsonResponse(serialise(memory_get(actor=member, memory_id=memory_id)))
+    if request.method == "DELETE":
+        memory_get(actor=member, memory_id=memory_id)  # a malformed id is the same 404
+        memory_forget(actor=member, memory_id=memory_id)
+        return HttpResponse(status=204)
+    data = _body(request)
+    memory_get(actor=member, memory_id=memory_id)
+    updated = memory_update(actor=member, memory_id=memory_id, content=data.get("content"), tags=data.get("tags"))
+    return JsonResponse(serialise(updated))
+
+
+@memory_api(("POST",))
+def append(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
+    memory_get(actor=member, memory_id=memory_id)
+    return JsonResponse(serialise(memory_append(actor=member, memory_id=memory_id, text=_body(request).get("text"))))  # type: ignore[arg-type]
+
+
+@memory_api(("POST",))
+def status(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
+    memory_get(actor=member, memory_id=memory_id)
+    return JsonResponse(
+        serialise(memory_set_status(actor=member, memory_id=memory_id, status=str(_body(request).get("status", ""))))
+    )  # type: ignore[arg-type]
+
+
+@memory_api(("POST",))
+def share(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
+    memory_get(actor=member, memory_id=memory_id)
+    moved, removed = memory_share(
+        actor=member, memory_id=memory_id, workspace=_body(request).get("workspace", "company")
+    )
+    return JsonResponse({"memory": serialise(moved), "links_removed": removed})
+
+
+@memory_api(("GET",))
+def connections(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
+    found = memory_connections(actor=member, memory_id=memory_id)
+    return JsonResponse({"id": memory_id, "connections": [
+        {"direction": direction, "type": kind, "memory": serialise(other)} for direction, kind, other in found
+    ]})  # fmt: skip
+
+
+@memory_api(("POST", "DELETE"))
+def links(request: HttpRequest, member: Member) -> HttpResponse:
+    data = _body(request)
+    for name in ("from_id", "to_id"):
+        memory_get(actor=member, memory_id=data.get(name))
+    if request.method == "POST":
+        made = memory_link(
+            actor=member, from_id=data["from_id"], to_id=data["to_id"], type=data.get("type") or "relates_to"
+        )
+        return JsonResponse({"from_id": str(made.from_memory_id), "to_id": str(made.to_memory_id), "type": made.type,
+                             "provenance": made.provenance}, status=201)  # fmt: skip
+    removed = memory_unlink(actor=member, from_id=data["from_id"], to_id=data["to_id"], type=data.get("type"))
+    return JsonResponse({"removed": removed})
+
+
+@memory_api(("GET",))
+def entries(request: HttpRequest, member: Member) -> HttpResponse:
+    found = memory_list_recent(
+        actor=member, n=_int(request.GET.get("n"), "n", 10), tag=request.GET.get("tag") or None,
+        kind=request.GET.get("kind") or None, workspace=request.GET.get("workspace") or None,
+        author=request.GET.get("actor") or None,
+    )  # fmt: skip
+    return JsonResponse({"memories": [serialise(memory) for memory in found]})
+
+
+@memory_api(("GET",), rate_class="search")
+def recall(request: HttpRequest, member: Member) -> HttpResponse:
+    found = memory_recall(
+        actor=member, query=request.GET.get("q", ""), top_k=_int(request.GET.get("topK"), "topK", 5),
+        tag=request.GET.get("tag") or None, after=_when(request.GET.get("after"), "after"),
+        before=_when(request.GET.get("before"), "before"), kind=request.GET.get("kind") or None,
+        hops=_int(request.GET.get("hops"), "hops", 0), workspace=request.GET.get("workspace") or None,
+    )  # fmt: skip
+    return JsonResponse({
+        "degraded": found.degraded,
+        "results": [{**serialise(item.memory), "score": item.score, "similarity": item.similarity, "hop": item.hop}
+                    for item in found.results],
+    })  # fmt: skip
+
+
+@memory_api(("GET",))
+def count(request: HttpRequest, member: Member) -> HttpResponse:
+    visible = Memory.objects.visible_to(member)
+    if request.GET.get("workspace"):
+        visible = visible.filter(workspace=request.GET["workspace"])
+    return JsonResponse({"count": visible.count()})
+
+
+@memory_api(("GET",))
+def stats(request: HttpRequest, member: Member) -> HttpResponse:
+    visible = Memory.objects.visible_to(member)
+    by = {field: dict(Counter(visible.values_list(field, flat=True))) for field in ("workspace", "status", "kind")}
+    tags: Counter[str] = Counter()
+    for row in visible.values_list("tags", flat=True):
+        tags.update(row)
+    return JsonResponse({"total": visible.count(), **by, "top_tags": dict(tags.most_common(20))})
+
+
+@memory_api(("GET",))
+def export(request: HttpRequest, member: Member) -> HttpResponseBase:
+    """The caller's own memories (both layers) as JSON lines, 500 a page; ``X-Next-Cursor`` pages on."""
+    own = Memory.objects.filter(author=member).select_related("author__user").order_by("created_at", "id")
+    cursor = request.GET.get("cursor")
+    if cursor:
+        try:
+            stamp, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
+            after = dt.datetime.fromisoformat(stamp)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise MemoryInvalid("cursor is not one this API issued") from exc
+        from django.db.models import Q
+
+        own = own.filter(Q(created_at__gt=after) | Q(created_at=after, id__gt=last_id))
+    page = list(own[: EXPORT_PAGE + 1])
+    lines = "".join(json.dumps(serialise(memory), ensure_ascii=False) + "\n" for memory in page[:EXPORT_PAGE])
+    response = HttpResponse(lines, content_type="application/x-ndjson")
+    if len(page) > EXPORT_PAGE:
+        last = page[EXPORT_PAGE - 1]
+        response["X-Next-Cursor"] = base64.urlsafe_b64encode(
+            f"{last.created_at.isoformat()}|{last.pk}".encode()
+        ).decode()
+    return response
+
+
+@memory_api(("POST",), rate_class="search")
+def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
+    """Capture up to 500 JSON lines through the full pipeline; all lines are checked before any is stored."""
+    try:
+        lines = [line for line in request.body.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError as exc:
+        raise MemoryInvalid("the body must be UTF-8 JSON lines") from exc
+    if not lines:
+        raise MemoryInvalid("send one JSON object a line")
+    if len(lines) > IMPORT_MAX_LINES:
+        raise MemoryInvalid(f"at most {IMPORT_MAX_LINES} lines a request; send the rest in another")
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            problems.append(f"line {number}: not JSON")
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("content"), str):
+            problems.append(f"line {number}: needs an object with a content string")
+            continue
+        records.append(record)
+    if problems:
+        return JsonResponse(
+            {"error": {"code": "invalid", "message": "nothing was imported", "lines": problems}}, status=400
+        )
+    results = []
+    for number, record in enumerate(records, start=1):
+        try:
+            result = memory_remember(
+                actor=member, content=record["content"], tags=record.get("tags"), workspace=record.get("workspace"),
+                source=record.get("source") or "", importance=record.get("importance"), kind=record.get("kind"),
+                volatility=record.get("volatility"),
+            )  # fmt: skip
+            if record.get("status") and record["status"] != result.memory.status and result.outcome != "duplicate":
+                memory_set_status(actor=member, memory_id=result.memory.pk, status=record["status"])
+            results.append({"line": number, "outcome": result.outcome, "id": str(result.memory.pk)})
+        except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
+            results.append({"line": number, "outcome": "refused", "error": str(invalid)})
+    return JsonResponse({"results": results})

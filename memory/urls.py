@@ -1,0 +1,24 @@
+"""Memory routes: the REST API and the dashboard."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from memory import api
+
+app_name = "memory"
+urlpatterns = [
+    path("api/memory/capture", api.capture, name="api-capture"),
+    path("api/memory/entries", api.entries, name="api-entries"),
+    path("api/memory/entries/<str:memory_id>", api.entry, name="api-entry"),
+    path("api/memory/entries/<str:memory_id>/append", api.append, name="api-append"),
+    path("api/memory/entries/<str:memory_id>/status", api.status, name="api-status"),
+    path("api/memory/entries/<str:memory_id>/share", api.share, name="api-share"),
+    path("api/memory/entries/<str:memory_id>/connections", api.connections, name="api-connections"),
+    path("api/memory/links", api.links, name="api-links"),
+    path("api/memory/recall", api.recall, name="api-recall"),
+    path("api/memory/count", api.count, name="api-count"),
+    path("api/memory/stats", api.stats, name="api-stats"),
+    path("api/memory/export", api.export, name="api-export"),
+    path("api/memory/import", api.import_lines, name="api-import"),
+]

@@ -1,0 +1,161 @@
+"""The memory REST API: personal tokens, the layer rule on every endpoint, export and import."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import TestCase, override_settings
+
+from grants.principals import SYSTEM
+from grants.services import member_create
+from memory.models import Memory, MemoryApiToken
+from memory.services import api_token_issue, api_token_revoke
+from oauth.config import provider_settings
+
+BASE = "https://brain.example.org"
+MISSING = "00000000-0000-0000-0000-000000000000"
+
+
+@override_settings(BRAIN_BASE_URL=BASE, OAUTH2_PROVIDER=provider_settings(BASE, ["https"]))
+class MemoryApiTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice")
+        cls.bob = member_create(actor=SYSTEM, username="bob")
+        cls.charlie = member_create(actor=SYSTEM, username="charlie", role="admin")
+
+    def setUp(self) -> None:
+        self.tokens = {
+            name: api_token_issue(actor=getattr(self, name), name="cli")[1] for name in ("alice", "bob", "charlie")
+        }
+
+    def api(self, who: str, method: str, path: str, body: Any = None, **extra: Any) -> Any:
+        kwargs: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {self.tokens[who]}", **extra}
+        if body is not None:
+            kwargs["data"] = body if isinstance(body, str) else json.dumps(body)
+            kwargs["content_type"] = "application/json"
+        return getattr(self.client, method)(f"/api/memory/{path}", **kwargs)
+
+    def capture(self, who: str, content: str, **fields: Any) -> str:
+        response = self.api(who, "post", "capture", {"content": content, **fields})
+        assert response.status_code == 201, response.content
+        return str(response.json()["memory"]["id"])
+
+    def test_no_surface_shows_a_personal_memory_to_anyone_else(self) -> None:
+        secret = self.capture("alice", "My dentist appointment is on the 4th.", tags=["health"])
+        own = self.capture("bob", "Bob's own dentist note about appointments.")
+        for who in ("bob", "charlie"):
+            for method, path, body in (
+                ("get", "entries/{}", None),
+                ("patch", "entries/{}", {"content": "x"}),
+                ("delete", "entries/{}", None),
+                ("post", "entries/{}/append", {"text": "x"}),
+                ("post", "entries/{}/status", {"status": "deprecated"}),
+                ("post", "entries/{}/share", {"workspace": "company"}),
+                ("get", "entries/{}/connections", None),
+            ):
+                hidden = self.api(who, method, path.format(secret), body)
+                missing = self.api(who, method, path.format(MISSING), body)
+                assert (hidden.status_code, hidden.json()["error"]["message"]) == (404, "Not found."), (who, path)
+                assert (missing.status_code, missing.json()["error"]["message"]) == (404, "Not found."), (who, path)
+            linked = self.api(who, "post", "links", {"from_id": own, "to_id": secret})
+            assert linked.status_code == 404
+            assert secret not in self.api(who, "get", "recall?q=dentist+appointment").content.decode()
+            assert secret not in self.api(who, "get", "entries?n=50").content.decode()
+            assert secret not in self.api(who, "get", "export").content.decode()
+            assert "health" not in self.api(who, "get", "stats").json()["top_tags"]
+        assert self.api("bob", "get", "count").json()["count"] == 1  # only his own
+        assert self.api("alice", "get", f"entries/{secret}").json()["content"].startswith("My dentist")
+
+    def test_shared_memories_refuse_non_authors_by_rule(self) -> None:
+        shared = self.capture("alice", "We ship on Thursdays.", workspace="company")
+        refused = self.api("bob", "post", f"entries/{shared}/append", {"text": "and Fridays"})
+        assert refused.status_code == 403
+        assert refused.json()["error"]["message"] == "only the author or an admin may change a shared memory"
+        assert self.api("charlie", "post", f"entries/{shared}/status", {"status": "canonical"}).status_code == 200
+        assert self.api("bob", "get", f"entries/{shared}").json()["author"] == "alice"
+
+    def test_capture_duplicates_and_bad_input(self) -> None:
+        first = self.capture("alice", "The API rate limit is 600 requests per minute.")
+        again = self.api("alice", "post", "capture", {"content": "The API rate limit is 600 requests a minute."})
+        assert again.status_code == 200
+        assert again.json()["outcome"] == "duplicate"
+        assert again.json()["memory"]["id"] == first
+        secret = self.api("alice", "post", "capture", {"content": "key AKIAIOSFODNN7EXAMPLE"})
+        assert secret.status_code == 400
+        assert "refused" in secret.json()["error"]["message"]
+        assert self.api("alice", "post", "capture", "not json").status_code == 400
+        assert self.api("alice", "post", "capture", {"content": "x", "workspace": "team"}).json()["error"][
+            "message"
+        ] == ('workspace must be "personal" or "company"')
+        assert self.api("alice", "get", "capture").status_code == 405
+
+    def test_export_then_import_round_trips_through_the_pipeline(self) -> None:
+        for text in ("Invoices go out on the first business day.", "Standups are at 9:30 on weekdays."):
+            self.capture("alice", text, tags=["ops"])
+        exported = self.api("alice", "get", "export")
+        lines = [json.loads(line) for line in exported.content.decode().splitlines()]
+        assert [line["content"] for line in lines] == [
+            "Invoices go out on the first business day.", "Standups are at 9:30 on weekdays.",
+        ]  # fmt: skip
+        payload = "\n".join(json.dumps({"content": line["content"], "tags": ["ops"]}) for line in lines)
+        again = self.api("bob", "post", "import", payload, content_type="application/x-ndjson")
+        assert [result["outcome"] for result in again.json()["results"]] == ["stored", "stored"]
+        assert Memory.objects.filter(author=self.bob).count() == 2
+        duplicates = self.api("bob", "post", "import", payload, content_type="application/x-ndjson")
+        assert [result["outcome"] for result in duplicates.json()["results"]] == ["duplicate", "duplicate"]
+        broken = self.api("bob", "post", "import", payload + "\nnot json", content_type="application/x-ndjson")
+        assert broken.status_code == 400
+        assert broken.json()["error"]["lines"] == ["line 3: not JSON"]
+        assert Memory.objects.filter(author=self.bob).count() == 2  # nothing half imported
+
+    def test_tokens_are_stored_hashed_and_stop_working_when_revoked(self) -> None:
+        row = MemoryApiToken.objects.get(member=self.alice)
+        assert self.tokens["alice"] not in (row.token_hash, row.prefix)
+        assert self.api("alice", "get", "count").status_code == 200
+        api_token_revoke(actor=self.alice, token_id=row.pk)
+        refused = self.api("alice", "get", "count")
+        assert refused.status_code == 401
+        assert self.client.get("/api/memory/count").status_code == 401
+        with pytest.raises(MemoryApiToken.DoesNotExist):
+            api_token_revoke(actor=self.bob, token_id=MemoryApiToken.objects.get(member=self.charlie).pk)
+
+    def test_recall_endpoint_and_validation(self) -> None:
+        self.capture("alice", "The staging database is rebuilt every night at 2am.")
+        found = self.api("alice", "get", "recall?q=when+is+staging+reset&topK=3").json()
+        assert found["results"][0]["content"].startswith("The staging database")
+        assert self.api("alice", "get", "recall?q=x&topK=99").status_code == 400
+        assert self.api("alice", "get", "recall?q=x&after=yesterday-ish").status_code == 400
+
+
+@override_settings(BRAIN_BASE_URL=BASE, OAUTH2_PROVIDER=provider_settings(BASE, ["https"]))
+class MemoryApiOAuthTests(TestCase):
+    def test_an_oauth_token_works_only_with_the_memory_scope_and_this_api_as_its_resource(self) -> None:
+        import datetime as dt
+        import secrets
+
+        from django.utils import timezone
+        from oauth2_provider.models import AccessToken, Application, set_token_value
+
+        alice = member_create(actor=SYSTEM, username="alice")
+        app = Application.objects.create(
+            name="CLI", client_type="public", authorization_grant_type="authorization-code",
+            redirect_uris="https://cli.example/cb",
+        )  # fmt: skip
+
+        def token(scope: str, resource: str) -> str:
+            raw = secrets.token_urlsafe(32)
+            row = AccessToken(user=alice.user, application=app, scope=scope, resource=[resource],
+                              expires=timezone.now() + dt.timedelta(hours=1))  # fmt: skip
+            set_token_value(row, raw)
+            row.save()
+            return raw
+
+        def count(raw: str) -> int:
+            return int(self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code)
+
+        assert count(token("memory", f"{BASE}/api/memory")) == 200
+        assert count(token("memory", f"{BASE}/api/mcp")) == 401  # bound to the MCP endpoint only
+        assert count(token("corpus:read", f"{BASE}/api/memory")) == 401  # no memory scope
