@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory import api
+from memory import api, views
 
 app_name = "memory"
 urlpatterns = [
+    path("memory/", views.dashboard, name="dashboard"),
+    path("memory/export", views.export, name="export"),
+    path("memory/<uuid:memory_id>/", views.detail, name="detail"),
+    path("memory/<uuid:memory_id>/<str:action>", views.act, name="act"),
+    path("account/memory-tokens/", views.tokens, name="tokens"),
     path("api/memory/capture", api.capture, name="api-capture"),
     path("api/memory/entries", api.entries, name="api-entries"),
     path("api/memory/entries/<str:memory_id>", api.entry, name="api-entry"),

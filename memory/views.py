@@ -1,0 +1,173 @@
+"""The memory dashboard and the Memory tokens page: the same services as MCP and REST.
+
+Every view acts as the signed-in active member; a memory they may not see is the same 404
+as a missing one, and a refused change says which rule refused it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from corpus.scanner import NulRefused, SecretRefused
+from grants.models import Member
+from grants.principals import principal_for_user
+from memory.classify import MemoryInvalid
+from memory.models import LinkType, Memory, MemoryApiToken, Workspace
+from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
+from memory.services import (
+    api_token_issue,
+    api_token_revoke,
+    memory_append,
+    memory_forget,
+    memory_link,
+    memory_remember,
+    memory_set_status,
+    memory_share,
+    memory_update,
+)
+
+
+def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """Signed in, an active member, and domain errors turned into messages or 404s."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        member = principal_for_user(request.user)
+        if member is None:
+            raise Http404
+        try:
+            return view(request, member, *args, **kwargs)
+        except Memory.DoesNotExist as exc:
+            raise Http404 from exc
+        except (PermissionDenied, MemoryInvalid, SecretRefused, NulRefused) as refused:
+            messages.error(request, str(refused) or "You may not do this.")
+            back = request.META.get("HTTP_REFERER", "")
+            safe = url_has_allowed_host_and_scheme(
+                back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+            )
+            return redirect(back if back and safe else "memory:dashboard")
+
+    return wrapped
+
+
+def _may_change(member: Member, memory: Memory) -> bool:
+    return memory.author_id == member.pk or (memory.workspace == Workspace.COMPANY and member.is_administrator)
+
+
+@require_http_methods(["GET", "POST"])
+@member_view
+def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
+    if request.method == "POST":
+        tags = [tag for tag in request.POST.get("tags", "").split(",") if tag.strip()]
+        capture = memory_remember(
+            actor=member, content=request.POST.get("content", ""), tags=tags,
+            workspace=request.POST.get("workspace") or None,
+        )  # fmt: skip
+        notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
+                 "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
+        messages.success(request, notes[capture.outcome])
+        return redirect("memory:detail", memory_id=capture.memory.pk)
+    query = request.GET.get("q", "").strip()
+    workspace = request.GET.get("workspace") or None
+    tag = request.GET.get("tag") or None
+    context: dict[str, Any] = {"query": query, "workspace": workspace, "tag": tag, "degraded": False}
+    if query:
+        found = memory_recall(actor=member, query=query, top_k=20, tag=tag, workspace=workspace)
+        context["results"] = [(item.memory, item.similarity) for item in found.results]
+        context["degraded"] = found.degraded
+    else:
+        context["results"] = [
+            (memory, None) for memory in memory_list_recent(actor=member, n=50, tag=tag, workspace=workspace)
+        ]
+    return render(request, "memory/dashboard.html", context)
+
+
+@require_GET
+@member_view
+def detail(request: HttpRequest, member: Member, memory_id: str) -> HttpResponseBase:
+    memory = memory_get(actor=member, memory_id=memory_id)
+    context = {
+        "memory": memory, "may_change": _may_change(member, memory), "connections": memory_connections(actor=member, memory_id=memory.pk),
+        "link_types": LinkType.values, "statuses": ["canonical", "draft", "deprecated"],
+    }  # fmt: skip
+    return render(request, "memory/detail.html", context)
+
+
+@require_POST
+@member_view
+def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> HttpResponseBase:
+    """One change to a memory: edit, append, status, share, link, forget."""
+    memory = memory_get(actor=member, memory_id=memory_id)
+    if action == "edit":
+        tags = [tag for tag in request.POST.get("tags", "").split(",") if tag.strip()]
+        memory_update(actor=member, memory_id=memory.pk, content=request.POST.get("content"), tags=tags)
+        messages.success(request, "Saved.")
+    elif action == "append":
+        memory_append(actor=member, memory_id=memory.pk, text=request.POST.get("text", ""))
+        messages.success(request, "Update added.")
+    elif action == "status":
+        memory_set_status(actor=member, memory_id=memory.pk, status=request.POST.get("status", ""))
+        messages.success(request, "Status changed.")
+    elif action == "share":
+        _, removed = memory_share(actor=member, memory_id=memory.pk, workspace=request.POST.get("workspace", ""))
+        messages.success(
+            request, "Moved." + (f" {removed} link(s) to memories left behind were removed." if removed else "")
+        )
+    elif action == "link":
+        memory_link(
+            actor=member,
+            from_id=memory.pk,
+            to_id=request.POST.get("to_id", "").strip(),
+            type=request.POST.get("type", "relates_to"),
+        )
+        messages.success(request, "Linked.")
+    elif action == "forget":
+        memory_forget(actor=member, memory_id=memory.pk)
+        messages.success(request, "Forgotten permanently.")
+        return redirect("memory:dashboard")
+    else:
+        raise Http404
+    return redirect("memory:detail", memory_id=memory.pk)
+
+
+@require_GET
+@member_view
+def export(request: HttpRequest, member: Member) -> HttpResponseBase:
+    """Everything the member wrote (both layers), as a JSON-lines download."""
+    from memory.api import serialise
+
+    own = Memory.objects.filter(author=member).select_related("author__user").order_by("created_at")
+    body = "".join(json.dumps(serialise(memory), ensure_ascii=False) + "\n" for memory in own.iterator())
+    response = HttpResponse(body, content_type="application/x-ndjson")
+    response["Content-Disposition"] = 'attachment; filename="brain-memories.jsonl"'
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@member_view
+def tokens(request: HttpRequest, member: Member) -> HttpResponseBase:
+    """Personal API tokens for the memory REST API: issue (shown once) and revoke."""
+    issued = None
+    if request.method == "POST":
+        if request.POST.get("revoke"):
+            try:
+                api_token_revoke(actor=member, token_id=int(request.POST["revoke"]))
+            except (MemoryApiToken.DoesNotExist, ValueError) as exc:
+                raise Http404 from exc
+            messages.success(request, "Token revoked: it stops working at once.")
+            return redirect("memory:tokens")
+        _, issued = api_token_issue(actor=member, name=request.POST.get("name", ""))
+    rows = MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True)
+    return render(request, "memory/tokens.html", {"tokens": rows, "issued": issued})

@@ -1,0 +1,75 @@
+"""The memory dashboard and the Memory tokens page, as a signed-in member sees them."""
+
+from __future__ import annotations
+
+from django.test import TestCase
+
+from grants.principals import SYSTEM
+from grants.services import member_create
+from memory.models import Memory, MemoryApiToken
+from memory.services import memory_remember
+
+
+class DashboardTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice")
+        cls.bob = member_create(actor=SYSTEM, username="bob")
+        cls.charlie = member_create(actor=SYSTEM, username="charlie", role="admin")
+
+    def test_remember_read_append_share_and_forget_through_the_pages(self) -> None:
+        self.client.force_login(self.alice.user)
+        created = self.client.post("/memory/", {"content": "Standups are at 9:30 on weekdays.", "tags": "ops, Team"})
+        memory = Memory.objects.get(author=self.alice)
+        assert created["Location"] == f"/memory/{memory.pk}/"
+        assert memory.tags == ["ops", "team"]
+        page = self.client.get(f"/memory/{memory.pk}/").content.decode()
+        assert "Standups are at 9:30" in page
+        assert "Forget permanently" in page
+        self.client.post(f"/memory/{memory.pk}/append", {"text": "Fridays at 10."})
+        self.client.post(f"/memory/{memory.pk}/share", {"workspace": "company"})
+        memory.refresh_from_db()
+        assert memory.workspace == "company"
+        assert memory.content.endswith("Fridays at 10.")
+        assert "Standups" in self.client.get("/memory/?q=when+is+the+daily+meeting").content.decode()
+        exported = self.client.get("/memory/export")
+        assert exported["Content-Disposition"] == 'attachment; filename="brain-memories.jsonl"'
+        assert "Standups" in exported.content.decode()
+        self.client.post(f"/memory/{memory.pk}/forget")
+        assert not Memory.objects.filter(pk=memory.pk).exists()
+
+    def test_a_personal_memory_is_a_404_for_everyone_else_and_admins_cannot_read_it(self) -> None:
+        secret = memory_remember(actor=self.alice, content="My passport expires in May.").memory
+        for other in (self.bob, self.charlie):
+            self.client.force_login(other.user)
+            assert self.client.get(f"/memory/{secret.pk}/").status_code == 404
+            assert self.client.post(f"/memory/{secret.pk}/append", {"text": "x"}).status_code == 404
+            assert self.client.post(f"/memory/{secret.pk}/forget").status_code == 404
+            assert "passport" not in self.client.get("/memory/").content.decode()
+            assert "expires in May" not in self.client.get("/memory/?q=passport+expiry").content.decode()
+            assert "passport" not in self.client.get("/memory/export").content.decode()
+        assert Memory.objects.get(pk=secret.pk).content == "My passport expires in May."
+
+    def test_a_teammate_reads_a_shared_memory_with_its_author_but_cannot_change_it(self) -> None:
+        shared = memory_remember(actor=self.alice, content="We ship on Thursdays.", workspace="company").memory
+        self.client.force_login(self.bob.user)
+        page = self.client.get(f"/memory/{shared.pk}/").content.decode()
+        assert "alice" in page
+        assert "Only its author or an admin can change a shared memory." in page
+        refused = self.client.post(f"/memory/{shared.pk}/append", {"text": "x"}, follow=True)
+        assert "only the author or an admin may change a shared memory" in refused.content.decode()
+        assert Memory.objects.get(pk=shared.pk).content == "We ship on Thursdays."
+
+    def test_tokens_are_shown_once_and_revoked_from_the_page(self) -> None:
+        self.client.force_login(self.alice.user)
+        issued = self.client.post("/account/memory-tokens/", {"name": "laptop"}).context["issued"]
+        assert issued.startswith("bmt_")
+        assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {issued}").status_code == 200
+        page = self.client.get("/account/memory-tokens/").content.decode()
+        assert issued not in page
+        row = MemoryApiToken.objects.get(member=self.alice)
+        self.client.force_login(self.bob.user)
+        assert self.client.post("/account/memory-tokens/", {"revoke": row.pk}).status_code == 404
+        self.client.force_login(self.alice.user)
+        self.client.post("/account/memory-tokens/", {"revoke": row.pk})
+        assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {issued}").status_code == 401
