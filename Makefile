@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp conformance
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ bench-search-scale: $(STAMP)
 # MCP read_page throughput through gunicorn against a plain Django view (about a minute).
 bench-mcp: $(STAMP)
 	$(PY) -m bench.mcp_throughput
+
+# Memory recall latency and quality at 10k and 50k memories (a few minutes).
+bench-memory: $(STAMP)
+	$(PY) -m bench.memory_recall
 
 # The official MCP conformance suite (npm, with its own Node 22) against a running server.
 CONFORMANCE_STAMP := conformance/node_modules/.installed

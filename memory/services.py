@@ -281,6 +281,44 @@ def apply_contradiction(*, actor: Member, new: Memory, old: Memory) -> Memory:
         return new
 
 
+def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict: str) -> Memory:
+    """Settle a flagged near-duplicate with a model's verdict: ``merge``, ``replace``,
+    ``contradiction`` or ``keep_both``. Returns the memory that carries the content on.
+
+    The seam for the model gateway (no model: nothing calls this, flags stay flags).
+    A protected memory — canonical, or importance ≥ 4 — is never overwritten: ``merge`` and
+    ``replace`` against it keep both instead. ``merge`` appends the new text to the old one
+    and forgets the new row; ``replace`` puts the new text in the old row (its id, links and
+    history stay) and forgets the new row.
+    """
+    if verdict not in ("merge", "replace", "contradiction", "keep_both"):
+        raise MemoryInvalid('verdict must be "merge", "replace", "contradiction" or "keep_both"')
+    if verdict == "contradiction":
+        return apply_contradiction(actor=actor, new=new, old=old)
+    with transaction.atomic():
+        new = Memory.objects.select_for_update().get(pk=new.pk)
+        old = Memory.objects.select_for_update().get(pk=old.pk)
+        protected = old.status == Status.CANONICAL or old.importance >= 4
+        if verdict == "keep_both" or protected:
+            new.tags = [tag for tag in new.tags if tag != DUPLICATE_TAG]
+            _index(new)
+            new.save(update_fields=["tags", "lexical", "cjk_terms", "updated_at"])
+            return new
+        if verdict == "merge":
+            old.content = f"{old.content}\n\n[Update {timezone.now().date().isoformat()}]: {new.content}"[:MAX_CONTENT]
+            action = MemoryEvent.Action.APPENDED
+        else:
+            old.content = new.content
+            action = MemoryEvent.Action.UPDATED
+        old.tags = list(dict.fromkeys([*old.tags, *(tag for tag in new.tags if tag != DUPLICATE_TAG)]))[:64]
+        _reembed(old)
+        old.save()
+        _event(old, actor, action, verdict=verdict)
+        _event(new, actor, MemoryEvent.Action.DELETED, verdict=verdict, into=str(old.pk))
+        new.delete()
+        return old
+
+
 # --------------------------------------------------------------------------- edits
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -174,6 +175,38 @@ class CaptureTests(MemoryTestCase):
         assert settled.status == Status.DRAFT
         assert protected.status == Status.CANONICAL
         assert protected.content.startswith("Discounts above 12%")
+
+    def test_duplicate_verdicts_never_overwrite_a_protected_memory(self) -> None:
+        from memory.services import apply_duplicate_verdict
+
+        cases: list[tuple[dict[str, Any], str, str]] = [
+            ({"tags": ["status:canonical"]}, "Our office in Tokyo opens at 9.", "The Tokyo office opens at nine."),
+            (
+                {"importance": 4},
+                "Alice prefers short status updates in Slack.",
+                "Alice likes brief status updates on Slack.",
+            ),
+        ]
+        for protection, original, paraphrase in cases:
+            old = self.remember(original, **protection)
+            near = memory_remember(actor=self.alice, content=paraphrase)
+            assert near.outcome == "flagged"
+            for verdict in ("merge", "replace"):
+                kept = apply_duplicate_verdict(actor=self.alice, new=near.memory, old=old, verdict=verdict)
+                old.refresh_from_db()
+                assert old.content == original
+                assert kept.pk == near.memory.pk  # both stay
+                assert "duplicate-candidate" not in kept.tags
+
+        plain = self.remember("Standups are at 9:30.")
+        merged_in = memory_remember(actor=self.alice, content="The standup is at half past nine.").memory
+        survivor = apply_duplicate_verdict(actor=self.alice, new=merged_in, old=plain, verdict="merge")
+        assert survivor.pk == plain.pk
+        assert "[Update " in survivor.content
+        assert survivor.content.endswith("The standup is at half past nine.")
+        assert not Memory.objects.filter(pk=merged_in.pk).exists()
+        with pytest.raises(MemoryInvalid, match="verdict"):
+            apply_duplicate_verdict(actor=self.alice, new=survivor, old=plain, verdict="maybe")
 
     def test_captures_work_with_the_embedder_down_and_vectors_are_back_filled(self) -> None:
         with mock.patch.object(embeddings, "embed", side_effect=embedder_down):
