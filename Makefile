@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory conformance
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ bench-mcp: $(STAMP)
 # Memory recall latency and quality at 10k and 50k memories (a few minutes).
 bench-memory: $(STAMP)
 	$(PY) -m bench.memory_recall
+
+# Cached prompt-capsule reads at 1k and 100k memories (a minute).
+bench-capsules: $(STAMP)
+	$(PY) -m bench.capsules
 
 # The official MCP conformance suite (npm, with its own Node 22) against a running server.
 CONFORMANCE_STAMP := conformance/node_modules/.installed

@@ -362,6 +362,7 @@ def run() -> int:
     try:
         configure_environment()
         _manage("migrate", "--noinput")
+        _manage("capsules_check")
         _manage("demo_seed")
         _manage("collectstatic", "--noinput", "--verbosity", "0")
         port = int(os.environ.get("BRAIN_PORT", "8000") or "8000")

@@ -26,6 +26,7 @@ from corpus.scanner import NulRefused, SecretRefused
 from corpus.search import SearchError
 from mcp_api import ratelimit
 from mcp_api.tools import Caller, tool_for, tools_for
+from memory.capsules import CapsuleRefused
 from memory.classify import MemoryInvalid
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,8 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         return _tool_error(message_id, "The page is not valid: " + "; ".join(str(p) for p in invalid.problems))
     except (SecretRefused, NulRefused, SearchError, PathError, PermissionError, MemoryInvalid) as refused:
         return _tool_error(message_id, str(refused))
+    except CapsuleRefused as refused:
+        return _tool_error(message_id, f"{refused.code} ({refused.reason}): {refused}")
     except PromotionBlocked as blocked:
         return _tool_error(message_id, "; ".join(blocked.blockers))
     except PermissionDenied as denied:

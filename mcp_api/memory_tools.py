@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from grants.models import Member
 from mcp_api.base import PERSON, SCOPE_MEMORY, Args, Caller, Out, Tool
+from memory.capsules import get_capsule
 from memory.models import Memory, MemoryLink
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
@@ -348,6 +349,43 @@ def _render_connections(out: ConnectionsOut) -> str:
     return _budget("\n".join(f"{arrows[c.direction]} {c.type}: {c.content}\nID: {c.id}" for c in out.connections))
 
 
+class CapsuleArgs(Args):
+    kind: Literal["core", "project"]
+    project_id: str | None = Field(None, description="For kind 'project': ^[a-z0-9][a-z0-9_-]{0,63}$")
+    workspace: Layer | None = Field(None, description="'personal' (default) or 'company'")
+
+
+class CapsuleSection(BaseModel):
+    slot: str
+    entry_id: str
+
+
+class CapsuleOut(Out):
+    kind: str
+    project_id: str | None
+    workspace: str
+    populated: bool
+    complete: bool
+    text: str
+    prompt_hash: str
+    sections: list[CapsuleSection]
+    omitted_slots: list[str]
+    duplicate_slots: list[str]
+    invalid_entries: list[dict[str, str]]
+    char_count: int
+    max_chars: int
+    etag: str
+
+
+def get_prompt_capsule(caller: Caller, args: CapsuleArgs) -> CapsuleOut:
+    capsule = get_capsule(member=_member(caller), kind=args.kind, project_id=args.project_id, workspace=args.workspace)
+    return CapsuleOut(**capsule.payload, etag=capsule.etag)
+
+
+def _render_capsule(out: CapsuleOut) -> str:
+    return out.text if out.populated else "The capsule is empty: no canonical entries define its slots."
+
+
 def _tool(name: str, description: str, args: Any, out: Any, handler: Any, render: Any, **kwargs: Any) -> Tool:
     return Tool(
         name, description, args, out, handler, kinds=frozenset({PERSON}), scopes=frozenset({SCOPE_MEMORY}),
@@ -368,5 +406,6 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
     _tool("link", "Add a relationship between two memories of the same layer.", LinkArgs, DoneOut, link, _render_done, read_only=False),
     _tool("unlink", "Remove relationships between two memories.", UnlinkArgs, DoneOut, unlink, _render_done, read_only=False),
     _tool("connections", "The memories connected to a memory.", IdArgs, ConnectionsOut, connections, _render_connections),
+    _tool("get_prompt_capsule", "A deterministic core or project context projection for a prompt prefix (with its ETag).", CapsuleArgs, CapsuleOut, get_prompt_capsule, _render_capsule),
     _tool("share", "Move a memory between your personal layer and the shared team layer ('company').", ShareArgs, DoneOut, share, _render_done, read_only=False),
 )  # fmt: skip

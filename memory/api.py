@@ -51,7 +51,8 @@ IMPORT_MAX_LINES = 500
 MAX_BODY = 5 * 1024 * 1024
 
 
-def _member(request: HttpRequest) -> Member | None:
+def api_member(request: HttpRequest) -> Member | None:
+    """The member behind a personal API token or a memory-scoped OAuth token bound to this API."""
     raw = bearer_token(request)
     if raw is None:
         return None
@@ -81,7 +82,7 @@ def memory_api(methods: tuple[str, ...], rate_class: str = "read") -> Callable[.
                 refused = json_error("method_not_allowed", f"Use {' or '.join(methods)}.", 405)
                 refused["Allow"] = ", ".join(methods)
                 return refused
-            member = _member(request)
+            member = api_member(request)
             if member is None:
                 refused = json_error("unauthenticated", "Send a personal API token or an OAuth token with the memory scope.", 401)  # fmt: skip
                 refused["WWW-Authenticate"] = 'Bearer realm="brain-memory"'

@@ -92,6 +92,9 @@ class Memory(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # Set by a database trigger from the tags (never by Python): the row is a prompt-capsule
+    # definition. A partial index over these rows bounds a capsule build.
+    is_capsule = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -204,3 +207,20 @@ class MemoryApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class PromptCapsuleRevision(models.Model):
+    """The current opaque revision of one layer's capsules, advanced by triggers (see memory.capsule_sql).
+
+    ``layer`` is ``company`` or ``personal:<member id>``.
+    """
+
+    layer = models.CharField(max_length=40, primary_key=True)
+    revision = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "prompt_capsule_revisions"
+
+    def __str__(self) -> str:
+        return f"{self.layer}@{self.revision[:8]}"

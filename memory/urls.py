@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory import api, views
+from memory import api, capsule_views, views
 
 app_name = "memory"
 urlpatterns = [
@@ -13,6 +13,8 @@ urlpatterns = [
     path("memory/<uuid:memory_id>/", views.detail, name="detail"),
     path("memory/<uuid:memory_id>/<str:action>", views.act, name="act"),
     path("account/memory-tokens/", views.tokens, name="tokens"),
+    path("prompt-capsules/core", capsule_views.core, name="capsule-core"),
+    path("prompt-capsules/projects/<str:project_id>", capsule_views.project, name="capsule-project"),
     path("api/memory/capture", api.capture, name="api-capture"),
     path("api/memory/entries", api.entries, name="api-entries"),
     path("api/memory/entries/<str:memory_id>", api.entry, name="api-entry"),

@@ -190,7 +190,7 @@ class OAuthFlowTests(LiveServerTestCase):
         async def work(client: Client) -> int:
             return len((await client.list_tools()).tools)
 
-        assert self.connect_and(self.browser_for(self.alice), storage, work) == 22  # both scopes: 9 reads + 13 memory
+        assert self.connect_and(self.browser_for(self.alice), storage, work) == 23  # both scopes: 9 reads + 14 memory
         assert storage.tokens is not None
         assert storage.client_info is not None
         token = storage.tokens.access_token

@@ -228,7 +228,7 @@ class OAuthRuleTests(TestCase):
         memory_names = {tool["name"] for tool in self.mcp(memory_only["access_token"]).json()["result"]["tools"]}
         assert memory_names == {
             "remember", "append", "update", "recall", "list_recent", "list_teams", "get", "forget", "set_status",
-            "link", "unlink", "connections", "share",
+            "link", "unlink", "connections", "share", "get_prompt_capsule",
         }  # fmt: skip
         assert not memory_names & names
         call = self.client.post(
