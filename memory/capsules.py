@@ -81,8 +81,6 @@ def _entry_problem(memory: Memory, target: str, kind: str) -> tuple[str | None, 
         return None, "needs exactly one capsule-slot tag"
     if slots[0] not in SLOTS[kind]:
         return None, f"slot {slots[0]!r} is not one of {', '.join(SLOTS[kind])}"
-    if "\x00" in memory.content or any("\x00" in tag for tag in memory.tags):
-        return None, "contains a NUL character"
     return slots[0], None
 
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test import TestCase, override_settings
@@ -202,6 +203,19 @@ class CapsuleTests(TestCase):
         assert check_and_repair() == ["trigger memory_capsule_advance"]
         assert problems() == []
         assert PromptCapsuleRevision.objects.get(layer=layer).revision != before
+
+    def test_nul_never_reaches_a_capsule(self) -> None:
+        # Refused on every write path (PostgreSQL text cannot hold NUL either), imports included.
+        with pytest.raises(ValueError, match="NUL"):
+            self.entry("identity", "bad\x00row")
+        token = api_token_issue(actor=self.alice, name="i")[1]
+        line = json.dumps(
+            {"content": "ok", "tags": ["capsule:core", "capsule-slot:identity\u0000", "status:canonical"]}
+        )
+        answer = self.client.post("/api/memory/import", data=line, content_type="application/x-ndjson",
+                                  HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+        assert answer.json()["results"][0]["outcome"] == "refused"
+        assert self.core().payload["populated"] is False
 
     def test_content_normalisation(self) -> None:
         assert normalise_content("\n\n a \r\nb  \r\n\n") == " a\nb"
