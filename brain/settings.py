@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "answers",
     "memory",
     "oauth",
+    "ingest",
 ]
 
 MIDDLEWARE = [
@@ -176,6 +177,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "builds-sweep": {"task": "builds.jobs_sweep", "schedule": 60.0},
     # Memories captured while the embedder was down get their vectors here.
     "memory-backfill": {"task": "memory.backfill_embeddings", "schedule": 300.0},
+    # Extractions queued or leased by a worker that died get re-enqueued.
+    "ingest-sweep": {"task": "ingest.sweep", "schedule": 60.0},
 }
 
 # --------------------------------------------------------------------------- auth, sessions
@@ -294,6 +297,17 @@ BRAIN_BUILDS: dict[str, Any] = {
 BRAIN_MEMORY_DEFAULT_WORKSPACE = env_choice("BRAIN_MEMORY_DEFAULT_WORKSPACE", ("personal", "company"), "personal")
 BRAIN_MEMORY_EF_SEARCH = env_int("BRAIN_MEMORY_EF_SEARCH", 400, minimum=10, maximum=1000)
 BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0)
+
+# Document ingest: where the bytes are processed (written onto every extraction) and the
+# limits that refuse a file before it exhausts memory.
+BRAIN_PROCESSING_REGION = env_str("BRAIN_PROCESSING_REGION") or "local"
+BRAIN_INGEST_LIMITS: dict[str, int] = {
+    "MAX_BYTES": env_int("BRAIN_INGEST_MAX_BYTES", 25 * 1024 * 1024, minimum=1),
+    "MAX_PAGES": env_int("BRAIN_INGEST_MAX_PAGES", 2000, minimum=1),
+    "MAX_CHARS": env_int("BRAIN_INGEST_MAX_CHARS", 5_000_000, minimum=1),
+    "MAX_EXPANDED_BYTES": env_int("BRAIN_INGEST_MAX_EXPANDED_BYTES", 200 * 1024 * 1024, minimum=1),
+    "MAX_RATIO": env_int("BRAIN_INGEST_MAX_RATIO", 100, minimum=1),
+}
 
 # MCP calls per principal per one-minute window, by class.
 BRAIN_MCP_RATE_LIMITS: dict[str, int] = {

@@ -207,13 +207,21 @@ def require_clean(text: str, where: str = "content") -> None:
         raise SecretRefused(findings, where)
 
 
-def mask(text: str, replacement: Callable[[Finding], str] | None = None) -> tuple[str, dict[str, int]]:
-    """Replace every finding in place; return the masked text and a count per category."""
+def mask(
+    text: str, replacement: Callable[[Finding], str] | None = None, *, across_lines: bool = False
+) -> tuple[str, dict[str, int]]:
+    """Replace every finding in place; return the masked text and a count per category.
+
+    ``across_lines``: also find values a line break cut in two (text extracted from a PDF
+    wraps an IBAN or card number like any other words). Line breaks are read as spaces for
+    the scan only — the same length, so the offsets hold — and the whole value is masked.
+    """
     render = replacement or (lambda finding: f"[REDACTED {finding.category}]")
     counts = dict.fromkeys(CATEGORIES, 0)
     pieces: list[str] = []
     cursor = 0
-    for finding in scan(text):
+    findings = scan(text.replace("\r", " ").replace("\n", " ") if across_lines else text)
+    for finding in findings:
         pieces.append(text[cursor : finding.start])
         pieces.append(render(finding))
         cursor = finding.end

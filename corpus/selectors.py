@@ -196,7 +196,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     search = SearchQuery(query, search_type="websearch", config="english")
     return (
         Source.objects.visible_to(principal, "read")
-        .annotate(document=vector, rank=SearchRank(vector, search))
-        .filter(document=search)
+        .annotate(searchable=vector, rank=SearchRank(vector, search))
+        .filter(searchable=search)
         .order_by("-rank", "key")[: max(1, min(limit, 100))]
     )

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class IngestConfig(AppConfig):
+    """Documents in, citable captures out: storage, extraction with masking, provenance."""
+
+    name = "ingest"
+    verbose_name = "Document ingest"

@@ -1,0 +1,66 @@
+"""An uploaded document (its original bytes in object storage) and its extractions."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from corpus.models import Source
+from grants.models import Member
+
+
+class Document(models.Model):
+    """The original file behind a capture, stored once per content hash."""
+
+    source = models.OneToOneField(Source, on_delete=models.CASCADE, related_name="document")
+    sha256 = models.CharField(max_length=64, unique=True)
+    storage_name = models.CharField(max_length=200)  # "originals/<sha256>" in the default storage
+    size = models.PositiveBigIntegerField()
+    detected_type = models.CharField(max_length=16)
+    filename = models.CharField(max_length=255, blank=True)
+    uploaded_by = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.filename or self.sha256[:12]} ({self.detected_type})"
+
+
+class Extraction(models.Model):
+    """One run of text extraction: what read the bytes, where, how much was masked, how it ended.
+
+    Masked counts are per category only — never the values. ``region`` is where the bytes
+    were processed (``BRAIN_PROCESSING_REGION``).
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="extractions")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    extractor = models.CharField(max_length=40, blank=True)
+    extractor_version = models.CharField(max_length=40, blank=True)
+    char_count = models.PositiveIntegerField(default=0)
+    pages = models.PositiveIntegerField(null=True, blank=True)
+    masked = models.JSONField(default=dict, blank=True)
+    region = models.CharField(max_length=64)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed"]), name="extraction_status"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"extraction {self.pk} of {self.document_id}: {self.status}"

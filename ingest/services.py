@@ -1,0 +1,175 @@
+"""The one write path of document ingest: store the bytes, record the capture, extract.
+
+``document_ingest`` validates and stores synchronously (size, type by content, the same
+bytes stored once) and queues an ``Extraction``; ``extraction_run`` converts, masks
+credentials, payment cards and bank identifiers in place with the scanner's ``mask()``,
+and writes the capture's text and the extraction record in one transaction. Tasks carry
+ids only; logs and audit carry counts, never text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from corpus.models import Source
+from corpus.scanner import mask
+from corpus.services import source_create
+from grants.audit import audit_record
+from grants.models import Member
+from ingest.converters import ConversionFailed, Unsupported, convert, sniff
+from ingest.models import Document, Extraction
+
+logger = logging.getLogger(__name__)
+LEASE = dt.timedelta(minutes=10)
+KIND_OF_TYPE = {"vtt": Source.Kind.INTERVIEW, "srt": Source.Kind.INTERVIEW, "html": Source.Kind.WEB}
+
+
+def document_ingest(
+    *,
+    actor: Member,
+    filename: str,
+    data: bytes,
+    key: str | None = None,
+    title: str | None = None,
+    category: str | None = None,
+    sensitivity: str = "ordinary",
+    enqueue: bool = True,
+) -> Extraction:
+    """Store a document and queue its extraction; the same bytes again return the first one.
+
+    Raises ``ValidationError`` naming the problem (too large, unsupported type, bad key…)
+    and ``PermissionDenied`` without ``suggest`` on ``captures/<key>``; nothing is stored then.
+    """
+    limit = int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"])
+    if len(data) > limit:
+        raise ValidationError({"file": f"the file is {len(data):,} bytes; the limit is {limit:,}"})
+    if not data:
+        raise ValidationError({"file": "the file is empty"})
+    digest = hashlib.sha256(data).hexdigest()
+    existing = Document.objects.filter(sha256=digest).first()
+    if existing is not None:
+        return existing.extractions.order_by("-created_at").first()  # type: ignore[return-value]
+    try:
+        detected = sniff(data, filename)
+    except Unsupported as exc:
+        raise ValidationError({"file": f"unsupported file: {exc}"}) from exc
+    capture_key = key or f"uploads/{digest[:16]}"
+    storage_name = f"originals/{digest}"
+    with transaction.atomic():
+        source = source_create(
+            actor=actor, key=capture_key, kind=KIND_OF_TYPE.get(detected, Source.Kind.DOCUMENT),
+            title=(title or filename or capture_key)[:300], text="", category=category, sensitivity=sensitivity,
+            captured_at=timezone.now(),
+        )  # fmt: skip
+        if not default_storage.exists(storage_name):
+            default_storage.save(storage_name, ContentFile(data))
+        document = Document.objects.create(
+            source=source, sha256=digest, storage_name=storage_name, size=len(data), detected_type=detected,
+            filename=filename[:255], uploaded_by=actor,
+        )  # fmt: skip
+        extraction = Extraction.objects.create(document=document, region=settings.BRAIN_PROCESSING_REGION)
+        audit_record(actor=actor, action="ingest.upload", target_type="source", target=source.key,
+                     metadata={"type": detected, "bytes": len(data)})  # fmt: skip
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(extraction.pk))
+    return extraction
+
+
+def _enqueue(extraction_id: int) -> None:
+    from ingest.tasks import extraction_run_task
+
+    extraction_run_task.delay(extraction_id)
+
+
+def extraction_retry(*, actor: Member, extraction_id: int) -> Extraction:
+    """Queue a failed extraction again (a new attempt on the same stored bytes)."""
+    with transaction.atomic():
+        extraction = Extraction.objects.select_for_update().get(pk=extraction_id)
+        if extraction.status != Extraction.Status.FAILED:
+            raise ValidationError({"extraction": "only a failed extraction can be retried"})
+        extraction.status = Extraction.Status.QUEUED
+        extraction.error = ""
+        extraction.lease_until = None
+        extraction.save(update_fields=["status", "error", "lease_until"])
+        transaction.on_commit(lambda: _enqueue(extraction.pk))
+    return extraction
+
+
+def _lease(extraction_id: int) -> Extraction | None:
+    now = timezone.now()
+    with transaction.atomic():
+        extraction = Extraction.objects.select_for_update().filter(pk=extraction_id).first()
+        if extraction is None or extraction.status in (Extraction.Status.DONE, Extraction.Status.FAILED):
+            return None
+        if extraction.status == Extraction.Status.RUNNING and extraction.lease_until and extraction.lease_until > now:
+            return None  # another worker holds it
+        extraction.status = Extraction.Status.RUNNING
+        extraction.attempts += 1
+        extraction.lease_until = now + LEASE
+        extraction.started_at = now
+        extraction.save(update_fields=["status", "attempts", "lease_until", "started_at"])
+        return extraction
+
+
+def extraction_run(extraction_id: int) -> str:
+    """Convert, mask and record one extraction (idempotent: a finished or leased one is left alone)."""
+    extraction = _lease(extraction_id)
+    if extraction is None:
+        return "skipped"
+    document = extraction.document
+    started = time.monotonic()
+    try:
+        with default_storage.open(document.storage_name, "rb") as handle:
+            data = handle.read()
+        converted = convert(document.detected_type, data)
+        text, counts = mask(converted.text, across_lines=True)
+    except ConversionFailed as failure:
+        _finish(extraction, started, status=Extraction.Status.FAILED, error=str(failure)[:300])
+        logger.warning("extraction %s failed: %s", extraction.pk, failure)
+        return "failed"
+    except Exception:
+        logger.exception("extraction %s crashed", extraction.pk)
+        _finish(extraction, started, status=Extraction.Status.FAILED, error="the extractor crashed; try again")
+        return "failed"
+    with transaction.atomic():
+        Source.objects.filter(pk=document.source_id).update(text=text)
+        _finish(
+            extraction, started, status=Extraction.Status.DONE, extractor=converted.extractor,
+            extractor_version=converted.extractor_version, char_count=len(text), pages=converted.pages,
+            masked={category: count for category, count in counts.items() if count},
+        )  # fmt: skip
+    logger.info("extraction %s done: %d characters, masked %s", extraction.pk, len(text), counts)
+    return "done"
+
+
+def _finish(extraction: Extraction, started: float, **fields: Any) -> None:
+    fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), lease_until=None)
+    Extraction.objects.filter(pk=extraction.pk).update(**fields)
+
+
+def extractions_sweep() -> int:
+    """Re-enqueue queued extractions and running ones whose lease expired (a killed worker)."""
+    now = timezone.now()
+    stale = list(
+        Extraction.objects.filter(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2))
+        .values_list("pk", flat=True)
+        .union(
+            Extraction.objects.filter(status=Extraction.Status.RUNNING, lease_until__lt=now).values_list(
+                "pk", flat=True
+            )
+        )
+    )
+    for extraction_id in stale:
+        _enqueue(extraction_id)
+    return len(stale)

@@ -1,0 +1,212 @@
+"""Document ingest: every supported type, written by real libraries in the test, with planted
+secrets that must come out masked; bad inputs; re-ingest; grants on the capture."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.storage import default_storage
+from django.core.management import call_command
+from django.test import TestCase, override_settings
+
+from corpus.models import Source
+from corpus.selectors import source_get_visible, source_list_visible, source_search
+from grants.models import AuditEvent
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from ingest import tasks
+from ingest.models import Document, Extraction
+from ingest.services import document_ingest, extraction_retry, extraction_run
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+IBAN = "GB82 WEST 1234 5698 7654 32"
+CARD = "4111 1111 1111 1111"
+BODY = f"Northwind renewal notes. The deploy key is {AWS_KEY}. Pay to {IBAN}. Card {CARD} on file."
+
+
+def pdf_bytes(text: str = BODY, pages: int = 1) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    for _ in range(pages):
+        pdf.add_page()
+        pdf.multi_cell(0, 8, text)
+    return bytes(pdf.output())
+
+
+def docx_bytes(text: str = BODY) -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Renewal", level=1)
+    document.add_paragraph(text)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+FILES: dict[str, tuple[str, Any]] = {
+    "notes.md": ("markdown", lambda: f"# Renewal\n\n{BODY}\n".encode()),
+    "notes.txt": ("text", lambda: f"{BODY}\n".encode()),
+    "page.html": (
+        "html",
+        lambda: (
+            f"<!doctype html><html><head><style>p{{}}</style></head><body><p>{BODY}</p>"
+            "<script>var x = 1;</script></body></html>".encode()
+        ),
+    ),
+    "contract.pdf": ("pdf", pdf_bytes),
+    "contract.docx": ("docx", docx_bytes),
+    "call.vtt": ("vtt", lambda: f"WEBVTT\n\n00:00:01.000 --> 00:00:04.000\n{BODY}\n".encode()),
+    "call.srt": ("srt", lambda: f"1\n00:00:01,000 --> 00:00:04,000\n{BODY}\n".encode()),
+}
+
+
+@override_settings(BRAIN_PROCESSING_REGION="eu-west-1")
+class IngestTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice")
+        cls.bob = member_create(actor=SYSTEM, username="bob")
+        grant_issue(actor=SYSTEM, member=cls.alice, path="captures/", permission="suggest")
+
+    def ingest(self, filename: str, data: bytes, **kwargs: Any) -> Extraction:
+        extraction = document_ingest(actor=self.alice, filename=filename, data=data, enqueue=False, **kwargs)
+        extraction_run(extraction.pk)
+        extraction.refresh_from_db()
+        return extraction
+
+    def test_every_supported_type_is_extracted_with_secrets_masked_in_place(self) -> None:
+        for filename, (kind, make) in FILES.items():
+            with self.subTest(filename), self.assertLogs("ingest", level="INFO") as logs:
+                extraction = self.ingest(filename, make())
+                assert extraction.status == "done", extraction.error
+                assert extraction.document.detected_type == kind
+                text = Source.objects.get(pk=extraction.document.source_id).text
+                assert "Northwind renewal notes" in text
+                for secret in (AWS_KEY, IBAN, CARD, "4111111111111111"):
+                    assert secret not in text
+                    assert secret not in "\n".join(logs.output)
+                assert "[REDACTED credential]" in text
+                assert extraction.masked.get("credential") == 1
+                assert extraction.masked.get("bank_identifier") == 1
+                assert extraction.masked.get("payment_card") == 1
+                assert extraction.region == "eu-west-1"
+                assert extraction.char_count == len(text)
+                assert extraction.extractor
+                assert "var x" not in text  # scripts are not text
+        audit = json.dumps(list(AuditEvent.objects.values("metadata", "target")))
+        assert AWS_KEY not in audit
+
+    def test_the_queue_carries_ids_only(self) -> None:
+        with (
+            mock.patch.object(tasks.extraction_run_task, "delay") as delay,
+            self.captureOnCommitCallbacks(execute=True),
+        ):
+            extraction = document_ingest(actor=self.alice, filename="notes.txt", data=BODY.encode())
+        delay.assert_called_once_with(extraction.pk)
+
+    def test_the_same_bytes_twice_are_stored_and_extracted_once(self) -> None:
+        data = FILES["contract.pdf"][1]()
+        first = self.ingest("contract.pdf", data)
+        again = document_ingest(actor=self.alice, filename="copy-of-contract.pdf", data=data, enqueue=False)
+        assert again.pk == first.pk
+        assert Document.objects.count() == 1
+        assert Extraction.objects.count() == 1
+        assert default_storage.exists(first.document.storage_name)
+
+    def test_bad_inputs_are_refused_or_fail_with_a_reason_keeping_the_bytes(self) -> None:
+        with pytest.raises(ValidationError, match="unsupported file"):
+            document_ingest(actor=self.alice, filename="x.bin", data=bytes(range(256)) * 4, enqueue=False)
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as zipped:
+            zipped.writestr("readme.txt", "hi")
+        with pytest.raises(ValidationError, match="not a Word document"):
+            document_ingest(actor=self.alice, filename="x.zip", data=archive.getvalue(), enqueue=False)
+        with (
+            override_settings(BRAIN_INGEST_LIMITS={**self.limits(), "MAX_BYTES": 100}),
+            pytest.raises(ValidationError, match="limit"),
+        ):
+            document_ingest(actor=self.alice, filename="big.txt", data=b"x" * 101, enqueue=False)
+        assert Source.objects.count() == 0  # nothing half-written
+
+        damaged = self.ingest("broken.pdf", b"%PDF-1.4\nthis is not really a pdf\n%%EOF")
+        assert damaged.status == "failed"
+        assert "could not be read" in damaged.error
+        assert default_storage.exists(damaged.document.storage_name)  # the original is kept
+
+        from pypdf import PdfReader, PdfWriter
+
+        writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes("secret plans"))))
+        writer.encrypt("hunter2", algorithm="RC4-128")
+        locked = io.BytesIO()
+        writer.write(locked)
+        encrypted = self.ingest("locked.pdf", locked.getvalue())
+        assert encrypted.status == "failed"
+        assert "encrypted" in encrypted.error
+
+        bomb = io.BytesIO()
+        with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
+            zipped.writestr("[Content_Types].xml", "<Types/>")
+            zipped.writestr("word/document.xml", "0" * 30_000_000)
+        exploded = self.ingest("bomb.docx", bomb.getvalue())
+        assert exploded.status == "failed"
+        assert "zip bomb" in exploded.error
+
+        with override_settings(BRAIN_INGEST_LIMITS={**self.limits(), "MAX_PAGES": 2}):
+            long = self.ingest("long.pdf", pdf_bytes("page", pages=3))
+        assert long.status == "failed"
+        assert "pages" in long.error
+
+    def test_a_failed_extraction_can_be_retried(self) -> None:
+        with override_settings(BRAIN_INGEST_LIMITS={**self.limits(), "MAX_CHARS": 10}):
+            failed = self.ingest("notes.txt", BODY.encode())
+        assert failed.status == "failed"
+        extraction_retry(actor=self.alice, extraction_id=failed.pk)
+        extraction_run(failed.pk)
+        failed.refresh_from_db()
+        assert failed.status == "done"
+        assert failed.attempts == 2
+
+    def test_the_capture_follows_the_grants(self) -> None:
+        extraction = self.ingest("notes.md", FILES["notes.md"][1]())
+        key = extraction.document.source.key
+        assert source_get_visible(principal=self.alice, key=key).key == key
+        with pytest.raises(Source.DoesNotExist):
+            source_get_visible(principal=self.bob, key=key)
+        assert list(source_list_visible(principal=self.bob)) == []
+        assert list(source_search(principal=self.bob, query="Northwind renewal")) == []
+        assert [s.key for s in source_search(principal=self.alice, query="Northwind renewal")] == [key]
+        with pytest.raises(PermissionDenied):
+            document_ingest(actor=self.bob, filename="b.txt", data=b"bob's upload", enqueue=False)
+
+    def test_the_command_ingests_with_a_progress_bar_and_reports_failures(self) -> None:
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as folder:
+            good = Path(folder) / "notes.md"
+            good.write_bytes(FILES["notes.md"][1]())
+            bad = Path(folder) / "broken.pdf"
+            bad.write_bytes(b"%PDF-1.4 garbage")
+            out = io.StringIO()
+            with pytest.raises(SystemExit):
+                call_command("source_ingest", str(good), str(bad), "--as", "alice", stdout=out, stderr=io.StringIO())
+        lines = out.getvalue().splitlines()
+        assert lines[0].startswith("[###############...............] 1/2 notes.md → uploads/")
+        assert lines[0].endswith(": done")
+        assert "2/2 broken.pdf" in lines[1]
+        assert "failed: the PDF could not be read" in lines[1]
+
+    @staticmethod
+    def limits() -> dict[str, int]:
+        from django.conf import settings
+
+        return dict(settings.BRAIN_INGEST_LIMITS)
