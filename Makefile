@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules conformance
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,10 @@ bench-memory: $(STAMP)
 # Cached prompt-capsule reads at 1k and 100k memories (a minute).
 bench-capsules: $(STAMP)
 	$(PY) -m bench.capsules
+
+# Document ingest throughput on a mixed generated batch (under a minute).
+bench-ingest: $(STAMP)
+	$(PY) -m bench.ingest
 
 # The official MCP conformance suite (npm, with its own Node 22) against a running server.
 CONFORMANCE_STAMP := conformance/node_modules/.installed

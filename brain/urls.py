@@ -21,6 +21,7 @@ urlpatterns = [
     path("", include("oauth.provider_urls")),
     path("", include("oauth.urls")),
     path("", include("memory.urls")),
+    path("", include("ingest.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

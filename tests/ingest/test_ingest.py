@@ -210,3 +210,69 @@ class IngestTests(TestCase):
         from django.conf import settings
 
         return dict(settings.BRAIN_INGEST_LIMITS)
+
+
+class IngestWebTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice")
+        cls.bob = member_create(actor=SYSTEM, username="bob")
+        grant_issue(actor=SYSTEM, member=cls.alice, path="captures/", permission="suggest")
+
+    def test_upload_page_source_page_with_live_status_and_retry(self) -> None:
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        self.client.force_login(self.alice.user)
+        with self.captureOnCommitCallbacks(execute=False):  # the worker's part is run below
+            answer = self.client.post(
+                "/sources/upload",
+                {"file": SimpleUploadedFile("notes.md", FILES["notes.md"][1]()), "key": "docs/renewal-notes"},
+            )
+        assert answer["Location"] == "/sources/docs/renewal-notes"
+        queued = self.client.get("/sources/docs/renewal-notes", HTTP_HX_REQUEST="true").content.decode()
+        assert 'hx-trigger="every 2s"' in queued  # polls while it runs
+        extraction_run(Extraction.objects.get().pk)
+        page = self.client.get("/sources/docs/renewal-notes").content.decode()
+        assert "capture:docs/renewal-notes" in page
+        assert "processed in" in page
+        assert AWS_KEY not in page
+        partial = self.client.get("/sources/docs/renewal-notes", HTTP_HX_REQUEST="true").content.decode()
+        assert partial.startswith('<div id="extraction"')
+        assert "hx-trigger" not in partial  # done: polling stops
+        self.client.force_login(self.bob.user)
+        assert self.client.get("/sources/docs/renewal-notes").status_code == 404
+        refused = self.client.post("/sources/upload", {"file": SimpleUploadedFile("x.txt", b"bob's")})
+        assert refused.status_code == 400
+        assert "suggest" in refused.content.decode() or "may not" in refused.content.decode()
+
+    def test_failed_extraction_shows_why_and_the_uploader_can_retry(self) -> None:
+        self.client.force_login(self.alice.user)
+        extraction = document_ingest(actor=self.alice, filename="broken.pdf", data=b"%PDF-1.4 junk", enqueue=False)
+        extraction_run(extraction.pk)
+        key = extraction.document.source.key
+        assert "Extraction failed: the PDF could not be read" in self.client.get(f"/sources/{key}").content.decode()
+        with self.captureOnCommitCallbacks(execute=False):
+            self.client.post(f"/sources/{key}/retry")
+        extraction.refresh_from_db()
+        assert extraction.status == "queued"
+
+    def test_rest_upload_with_a_personal_token(self) -> None:
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from memory.services import api_token_issue
+
+        token = api_token_issue(actor=self.alice, name="cli")[1]
+        with self.captureOnCommitCallbacks(execute=False):
+            answer = self.client.post("/api/sources", {"file": SimpleUploadedFile("call.vtt", FILES["call.vtt"][1]())},
+                                      HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+        assert answer.status_code == 202
+        body = answer.json()
+        assert body["citation"].startswith("capture:uploads/")
+        assert body["extraction"]["status"] == "queued"
+        assert body["extraction"]["region"]
+        status = self.client.get(body["status_url"], HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert status.json()["extraction"]["id"] == body["extraction"]["id"]
+        bob = api_token_issue(actor=self.bob, name="cli")[1]
+        assert self.client.get(body["status_url"], HTTP_AUTHORIZATION=f"Bearer {bob}").status_code == 404
+        assert self.client.post("/api/sources", {}, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 400
+        assert self.client.post("/api/sources", {}).status_code == 401

@@ -1,0 +1,141 @@
+"""Uploading documents and watching their extraction: web pages and the REST endpoint.
+
+The source page reads through ``source_get_visible`` (hidden = missing = 404) and polls its
+extraction status with htmx while it runs. The REST endpoint takes a personal API token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from brain.errors import json_error
+from corpus.models import Source
+from corpus.selectors import source_get_visible
+from grants.models import Member
+from grants.principals import principal_for_user
+from ingest.models import Extraction
+from ingest.services import document_ingest, extraction_retry
+from memory.api import api_member
+
+
+def _member(request: HttpRequest) -> Member:
+    member = principal_for_user(request.user)
+    if member is None:
+        raise Http404
+    return member
+
+
+def _latest(source: Source) -> Extraction | None:
+    document = getattr(source, "document", None)
+    return document.extractions.order_by("-created_at").first() if document is not None else None
+
+
+def _ingest_from_request(request: HttpRequest, member: Member) -> Extraction:
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ValidationError({"file": "choose a file to upload"})
+    return document_ingest(
+        actor=member, filename=upload.name or "upload", data=upload.read(), key=request.POST.get("key") or None,
+        title=request.POST.get("title") or None, category=request.POST.get("category") or None,
+        sensitivity=request.POST.get("sensitivity") or "ordinary",
+    )  # fmt: skip
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def upload(request: HttpRequest) -> HttpResponseBase:
+    member = _member(request)
+    problems: list[str] = []
+    if request.method == "POST":
+        try:
+            extraction = _ingest_from_request(request, member)
+            return redirect("ingest:source", key=extraction.document.source.key)
+        except ValidationError as invalid:
+            problems = invalid.messages
+        except PermissionDenied as denied:
+            problems = [str(denied) or "You may not add captures there."]
+    return render(request, "ingest/upload.html", {"problems": problems}, status=400 if problems else 200)
+
+
+@login_required
+@require_GET
+def source(request: HttpRequest, key: str) -> HttpResponseBase:
+    try:
+        found = source_get_visible(principal=_member(request), key=key)
+    except Source.DoesNotExist as exc:
+        raise Http404 from exc
+    context: dict[str, Any] = {"source": found, "extraction": _latest(found)}
+    template = "ingest/_status.html" if request.headers.get("HX-Request") else "ingest/source.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def retry(request: HttpRequest, key: str) -> HttpResponseBase:
+    member = _member(request)
+    try:
+        found = source_get_visible(principal=member, key=key)
+    except Source.DoesNotExist as exc:
+        raise Http404 from exc
+    extraction = _latest(found)
+    if extraction is None or extraction.document.uploaded_by_id != member.pk:
+        raise Http404
+    with contextlib.suppress(ValidationError):  # not failed (any more): the page shows its state
+        extraction_retry(actor=member, extraction_id=extraction.pk)
+    return redirect("ingest:source", key=key)
+
+
+def _status(extraction: Extraction) -> dict[str, Any]:
+    return {
+        "id": extraction.pk, "status": extraction.status, "error": extraction.error, "extractor": extraction.extractor,
+        "extractor_version": extraction.extractor_version, "char_count": extraction.char_count,
+        "pages": extraction.pages, "masked": extraction.masked, "region": extraction.region,
+        "attempts": extraction.attempts, "duration_ms": extraction.duration_ms,
+    }  # fmt: skip
+
+
+@csrf_exempt
+def api_sources(request: HttpRequest) -> HttpResponse:
+    """``POST /api/sources`` (multipart: file, key?, title?, category?, sensitivity?) → 202 and where to watch."""
+    if request.method != "POST":
+        refused = json_error("method_not_allowed", "Use POST.", 405)
+        refused["Allow"] = "POST"
+        return refused
+    member = api_member(request)
+    if member is None:
+        return json_error("unauthenticated", "Send a personal API token.", 401)
+    try:
+        extraction = _ingest_from_request(request, member)
+    except ValidationError as invalid:
+        return json_error("invalid", "; ".join(invalid.messages), 400)
+    except PermissionDenied as denied:
+        return json_error("forbidden", str(denied) or "You may not add captures there.", 403)
+    key = extraction.document.source.key
+    body = {"key": key, "citation": f"capture:{key}", "extraction": _status(extraction),
+            "status_url": reverse("ingest:api-source", kwargs={"key": key})}  # fmt: skip
+    return JsonResponse(body, status=202)
+
+
+@csrf_exempt
+@require_GET
+def api_source(request: HttpRequest, key: str) -> HttpResponse:
+    member = api_member(request)
+    if member is None:
+        return json_error("unauthenticated", "Send a personal API token.", 401)
+    try:
+        found = source_get_visible(principal=member, key=key)
+    except Source.DoesNotExist:
+        return json_error("not_found", "Not found.", 404)
+    extraction = _latest(found)
+    return JsonResponse(
+        {"key": found.key, "title": found.title, "extraction": _status(extraction) if extraction else None}
+    )
