@@ -272,3 +272,32 @@ class PageLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_page_id} -{self.kind}-> {self.to_path}"
+
+
+class SourceChunk(models.Model):
+    """A piece of a capture's (masked) text with its embedding, for semantic ``search_sources``.
+
+    Written by document extraction; visible exactly when its source is.
+    """
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
+
+    class Meta:
+        ordering = ["source_id", "ordinal"]
+        constraints = [models.UniqueConstraint(fields=["source", "ordinal"], name="source_chunk_ordinal")]
+        indexes = [
+            HnswIndex(
+                name="source_chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}#{self.ordinal}"

@@ -190,13 +190,49 @@ def source_get_visible(*, principal: Principal | None, key: str) -> Source:
     return Source.objects.visible_to(principal, "read").get(key=key)
 
 
-def source_search(*, principal: Principal | None, query: str, limit: int = 20) -> QuerySet[Source]:
-    """Full-text search over visible captures' titles and text (the predicate is in the query)."""
+SOURCE_MIN_SIMILARITY = 0.45
+
+
+def source_search(*, principal: Principal | None, query: str, limit: int = 20) -> list[Source]:
+    """Visible captures matching ``query``: full-text over titles and text, fused (RRF) with the
+    closest embedded chunks of extracted documents. The predicate is in both queries; a
+    semantic hit needs similarity >= ``SOURCE_MIN_SIMILARITY`` so an unrelated question
+    finds nothing rather than everything.
+    """
+    from pgvector.django import CosineDistance
+
+    from brain import embeddings
+    from corpus.models import SourceChunk
+    from corpus.search import query_vector
+
+    limit = max(1, min(limit, 100))
+    visible = Source.objects.visible_to(principal, "read")
     vector = SearchVector("title", weight="A", config="english") + SearchVector("text", weight="B", config="english")
     search = SearchQuery(query, search_type="websearch", config="english")
-    return (
-        Source.objects.visible_to(principal, "read")
-        .annotate(searchable=vector, rank=SearchRank(vector, search))
+    lexical = list(
+        visible.annotate(searchable=vector, rank=SearchRank(vector, search))
         .filter(searchable=search)
-        .order_by("-rank", "key")[: max(1, min(limit, 100))]
+        .order_by("-rank", "key")
+        .values_list("pk", flat=True)[:50]
     )
+    scores: dict[int, float] = {}
+    for rank, pk in enumerate(lexical, start=1):
+        scores[pk] = scores.get(pk, 0.0) + 1 / (60 + rank)
+    try:
+        query_embedding: list[float] | None = [float(v) for v in query_vector(query).strip("[]").split(",")]
+    except embeddings.EmbeddingError:
+        query_embedding = None
+    if query_embedding is not None:
+        nearest = (
+            SourceChunk.objects.filter(source__in=visible.values("pk"), embedding__isnull=False)
+            .annotate(distance=CosineDistance("embedding", query_embedding))
+            .filter(distance__lte=1 - SOURCE_MIN_SIMILARITY)
+            .order_by("distance")
+            .values_list("source_id", flat=True)[:100]
+        )
+        ranked = list(dict.fromkeys(nearest))[:50]
+        for rank, pk in enumerate(ranked, start=1):
+            scores[pk] = scores.get(pk, 0.0) + 1 / (60 + rank)
+    ordered = sorted(scores, key=lambda pk: (-scores[pk], pk))[:limit]
+    sources = {source.pk: source for source in Source.objects.filter(pk__in=ordered)}
+    return [sources[pk] for pk in ordered]

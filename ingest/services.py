@@ -22,7 +22,9 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from corpus.models import Source
+from brain import embeddings
+from corpus.chunking import chunk_markdown
+from corpus.models import Source, SourceChunk
 from corpus.scanner import mask
 from corpus.services import source_create
 from grants.audit import audit_record
@@ -142,8 +144,15 @@ def extraction_run(extraction_id: int) -> str:
         logger.exception("extraction %s crashed", extraction.pk)
         _finish(extraction, started, status=Extraction.Status.FAILED, error="the extractor crashed; try again")
         return "failed"
+    pieces, vectors, model = _chunks_and_vectors(text)
     with transaction.atomic():
         Source.objects.filter(pk=document.source_id).update(text=text)
+        SourceChunk.objects.filter(source_id=document.source_id).delete()
+        SourceChunk.objects.bulk_create(
+            SourceChunk(source_id=document.source_id, ordinal=ordinal, text=piece,
+                        embedding=vectors[ordinal] if vectors is not None else None, embedding_model=model)
+            for ordinal, piece in enumerate(pieces)
+        )  # fmt: skip
         _finish(
             extraction, started, status=Extraction.Status.DONE, extractor=converted.extractor,
             extractor_version=converted.extractor_version, char_count=len(text), pages=converted.pages,
@@ -151,6 +160,20 @@ def extraction_run(extraction_id: int) -> str:
         )  # fmt: skip
     logger.info("extraction %s done: %d characters, masked %s", extraction.pk, len(text), counts)
     return "done"
+
+
+def _chunks_and_vectors(text: str) -> tuple[list[str], list[list[float]] | None, str]:
+    """The text's chunks and their embeddings (None while the embedder is down: search stays full-text)."""
+    pieces = [f"{chunk.heading_path}\n{chunk.body}".strip() for chunk in chunk_markdown(text) if chunk.body.strip()]
+    try:
+        vectors: list[list[float]] | None = (
+            [[float(v) for v in row] for row in embeddings.embed(pieces)] if pieces else []
+        )
+        model = embeddings.model_id()
+    except embeddings.EmbeddingError:
+        logger.warning("source text stored without embeddings: the embedder is unavailable")
+        vectors, model = None, ""
+    return pieces, vectors, model
 
 
 def _finish(extraction: Extraction, started: float, **fields: Any) -> None:

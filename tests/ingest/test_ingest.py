@@ -105,6 +105,13 @@ class IngestTests(TestCase):
         audit = json.dumps(list(AuditEvent.objects.values("metadata", "target")))
         assert AWS_KEY not in audit
 
+    def test_the_type_comes_from_the_content_not_the_extension(self) -> None:
+        disguised = self.ingest("report.txt", pdf_bytes("Quarterly numbers."))
+        assert disguised.document.detected_type == "pdf"
+        assert disguised.extractor == "pypdf"
+        renamed = self.ingest("slides.pdf", b"just plain words, not a PDF at all")
+        assert renamed.document.detected_type == "text"
+
     def test_the_queue_carries_ids_only(self) -> None:
         with (
             mock.patch.object(tasks.extraction_run_task, "delay") as delay,
@@ -186,6 +193,37 @@ class IngestTests(TestCase):
         assert [s.key for s in source_search(principal=self.alice, query="Northwind renewal")] == [key]
         with pytest.raises(PermissionDenied):
             document_ingest(actor=self.bob, filename="b.txt", data=b"bob's upload", enqueue=False)
+
+    def test_extracted_text_is_embedded_for_search_by_meaning_and_never_twice(self) -> None:
+        from corpus.models import SourceChunk
+
+        text = "# Office hours\n\nThe Tokyo office opens at nine in the morning and closes at six.\n"
+        extraction = self.ingest("tokyo.md", text.encode())
+        key = extraction.document.source.key
+        assert SourceChunk.objects.filter(source__key=key, embedding__isnull=False).count() >= 1
+        found = [s.key for s in source_search(principal=self.alice, query="what time does the Japan team start work")]
+        assert found == [key]  # no shared word but "the": the semantic arm found it
+        assert source_search(principal=self.alice, query="quarterly tax filing for the Brazilian subsidiary") == []
+        chunks = SourceChunk.objects.count()
+        document_ingest(actor=self.alice, filename="again.md", data=text.encode(), enqueue=False)
+        assert SourceChunk.objects.count() == chunks
+
+    def test_with_the_embedder_down_the_text_is_stored_and_found_by_words(self) -> None:
+        from brain import embeddings
+        from corpus.models import SourceChunk
+        from corpus.search import query_vector_cache
+
+        query_vector_cache.clear()
+
+        def down(texts):  # type: ignore[no-untyped-def]
+            raise embeddings.EmbeddingError("embedding endpoint failed (ConnectionError)")
+
+        with mock.patch.object(embeddings, "embed", side_effect=down):
+            extraction = self.ingest("notes.txt", b"Quarterly renewal figures for Northwind.")
+            assert extraction.status == "done"
+            found = [s.key for s in source_search(principal=self.alice, query="Northwind renewal")]
+        assert found == [extraction.document.source.key]
+        assert SourceChunk.objects.filter(embedding__isnull=True).count() == 1
 
     def test_the_command_ingests_with_a_progress_bar_and_reports_failures(self) -> None:
         import tempfile
