@@ -179,6 +179,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "memory-backfill": {"task": "memory.backfill_embeddings", "schedule": 300.0},
     # Extractions queued or leased by a worker that died get re-enqueued.
     "ingest-sweep": {"task": "ingest.sweep", "schedule": 60.0},
+    "answers-sweep": {"task": "answers.sweep", "schedule": 60.0},
 }
 
 # --------------------------------------------------------------------------- auth, sessions
@@ -323,6 +324,9 @@ LLM: dict[str, Any] = {
     "API_KEY": env_secret("LLM_API_KEY"),
     "MODEL": env_str("LLM_MODEL"),
     "TIMEOUT": env_int("LLM_TIMEOUT", 60, minimum=1),
+    # Budgets per question: model calls (investigation steps) and completion tokens in all.
+    "MAX_STEPS": env_int("LLM_MAX_STEPS", 4, minimum=1, maximum=20),
+    "MAX_TOKENS": env_int("LLM_MAX_TOKENS", 4000, minimum=100),
 }
 if bool(LLM["BASE_URL"]) != bool(LLM["MODEL"]):
     raise ConfigurationError("LLM_BASE_URL and LLM_MODEL must be set together")

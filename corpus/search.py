@@ -63,6 +63,7 @@ class SearchResult:
     score: float
     semantic_rank: int | None
     lexical_rank: int | None
+    body: str = field(default="", repr=False)  # the chunk's text, for answering (not sent to clients)
 
 
 @dataclass
@@ -457,6 +458,7 @@ def search(
                 score=round(score, 6),
                 semantic_rank=candidate.ranks.get("semantic"),
                 lexical_rank=candidate.ranks.get("lexical"),
+                body=candidate.body,
             )
         )
     return response

@@ -1,0 +1,249 @@
+"""Answering questions under the asker's grants, and refusing what cannot be grounded.
+
+Retrieval runs first as the asker. With a model configured, a bounded investigation
+follows (``search`` and ``read_page`` with the same visibility, at most ``LLM_MAX_STEPS``
+model calls) and the model answers with page-path citations. Every cited path must be one
+this question actually retrieved or read; an answer with no citation or any ungrounded
+one is refused and never shown. Without a model, an extractive answerer picks the
+best-supported sentences from the top chunks and cites their pages, and refuses when
+nothing the asker can read supports an answer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from answers.models import Question
+from brain import llm
+from corpus.models import Page
+from corpus.scanner import require_clean
+from corpus.search import SearchError, search
+from corpus.selectors import page_read
+from grants.models import Member
+
+LEASE = dt.timedelta(minutes=5)
+RETRIEVE_K = 8
+MAX_QUESTION = 2000
+MIN_SUPPORT = 0.5  # share of the question's content words a sentence must contain
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i in is it of on or our should the their there this to "
+    "was we what when where which who why will with you your".split()
+)
+SYSTEM_PROMPT = (
+    "You answer questions about an organisation's knowledge base. Use only the pages provided or found with the "
+    'tools. Reply with JSON only: {"answer": "...", "citations": ["page/path.md#heading", ...]}. Cite the '
+    "page path of every page your answer relies on. If the pages do not answer the question, reply with "
+    '{"answer": "", "citations": []}.'
+)
+TOOLS = [
+    {"type": "function", "function": {"name": "search", "description": "Search the pages you may read.",
+     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
+    {"type": "function", "function": {"name": "read_page", "description": "Read one page by its path.",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}},
+]  # fmt: skip
+
+
+class Refused(Exception):
+    """The question gets no answer; the message is the reason shown to the asker."""
+
+    def __init__(self, reason: str, *, steps: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(reason)
+        self.steps = steps or []
+
+
+@dataclass
+class Outcome:
+    answer: str
+    citations: list[str]
+    mode: str
+    retrieved: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _anchor(heading_path: str) -> str:
+    last = heading_path.split(" > ")[-1] if heading_path else ""
+    return f"#{slugify(last)}" if slugify(last) else ""
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in re.findall(r"[a-z0-9]+", text.lower()) if len(word) > 2 and word not in STOPWORDS}
+
+
+def _grounded(citations: list[str], consulted: set[str]) -> list[str]:
+    """The citations with their paths checked against what this question consulted; raises ``Refused``."""
+    if not citations:
+        raise Refused("the answer cited no page, so it cannot be checked")
+    for citation in citations:
+        path = citation.split("#", 1)[0]
+        if path not in consulted:
+            raise Refused(f"the answer cited {path!r}, which this question did not retrieve or read")
+    return citations
+
+
+def extractive(asker: Member, text: str) -> Outcome:
+    """The best-supported sentences of the top chunks the asker can read, with their pages."""
+    try:
+        found = search(principal=asker, query=text, k=RETRIEVE_K).results
+    except SearchError as exc:
+        raise Refused(str(exc)) from exc
+    wanted = _words(text)
+    if not wanted:
+        raise Refused("the question has no words to look for")
+    scored: list[tuple[float, int, str, str]] = []
+    for order, result in enumerate(found):
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", result.body):
+            sentence = sentence.strip(" #*-")
+            if len(sentence) < 12:
+                continue
+            support = len(wanted & _words(sentence)) / len(wanted)
+            if support >= MIN_SUPPORT:
+                scored.append((support, -order, sentence, result.path + _anchor(result.heading_path)))
+    if not scored:
+        raise Refused("nothing you can read answers this question")
+    best = sorted(scored, reverse=True)[:3]
+    citations = list(dict.fromkeys(citation for *_, citation in best))
+    answer = " ".join(dict.fromkeys(sentence for _, _, sentence, _ in best))
+    return Outcome(answer=answer, citations=citations, mode="extractive", retrieved=sorted({r.path for r in found}))
+
+
+def investigate(asker: Member, text: str, budget: llm.Budget | None = None) -> Outcome:
+    """Retrieval, then a bounded tool loop with the model; the answer's citations are checked."""
+    budget = budget or llm.default_budget()
+    try:
+        found = search(principal=asker, query=text, k=RETRIEVE_K).results
+    except SearchError as exc:
+        raise Refused(str(exc)) from exc
+    consulted = {result.path for result in found}
+    context = "\n\n".join(f"[{r.path}{_anchor(r.heading_path)}]\n{r.body}" for r in found) or "(no pages found)"
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"Question: {text}\n\nPages:\n{context}"},
+    ]
+    steps: list[dict[str, Any]] = []
+    while True:
+        try:
+            reply = llm.chat(messages, tools=TOOLS, budget=budget)
+        except llm.BudgetExhausted as exc:
+            raise Refused(f"the investigation stopped: {exc}", steps=steps) from exc
+        if not reply.tool_calls:
+            break
+        messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
+            {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+            for call in reply.tool_calls
+        ]})  # fmt: skip
+        for call in reply.tool_calls:
+            steps.append({"tool": call["name"], "arguments": call["arguments"]})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": _run_tool(asker, call, consulted)})
+    try:
+        parsed = json.loads(reply.content)
+        answer, citations = str(parsed["answer"]).strip(), [str(c) for c in parsed["citations"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Refused("the model's answer was not in the expected form", steps=steps) from exc
+    if not answer:
+        raise Refused("nothing you can read answers this question", steps=steps)
+    try:
+        grounded = _grounded(citations, consulted)
+    except Refused as refusal:
+        raise Refused(str(refusal), steps=steps) from refusal
+    return Outcome(answer=answer, citations=grounded, mode="model", retrieved=sorted(consulted), steps=steps)
+
+
+def _run_tool(asker: Member, call: dict[str, Any], consulted: set[str]) -> str:
+    """A tool the model called, run as the asker; what it returned is added to ``consulted``."""
+    arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
+    if call["name"] == "search":
+        try:
+            results = search(principal=asker, query=str(arguments.get("query", "")), k=RETRIEVE_K).results
+        except SearchError as exc:
+            return f"error: {exc}"
+        consulted.update(result.path for result in results)
+        return "\n\n".join(f"[{r.path}{_anchor(r.heading_path)}]\n{r.body}" for r in results) or "no results"
+    if call["name"] == "read_page":
+        path = str(arguments.get("path", ""))
+        try:
+            page = page_read(principal=asker, path=path)
+        except Page.DoesNotExist:
+            return "not found"
+        consulted.add(page.path)
+        return f"[{page.path}] {page.title}\n\n{page.body}"
+    return "unknown tool"
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def question_ask(*, actor: Member, text: str, enqueue: bool = True) -> Question:
+    """File a question (answered by a worker); raises ``ValidationError`` for an empty or oversized one."""
+    clean = (text or "").strip()
+    if not clean:
+        raise ValidationError({"text": "ask a question"})
+    if len(clean) > MAX_QUESTION:
+        raise ValidationError({"text": f"a question may be at most {MAX_QUESTION} characters"})
+    require_clean(clean, "question")
+    with transaction.atomic():
+        question = Question.objects.create(asker=actor, text=clean)
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(question.pk))
+    return question
+
+
+def _enqueue(question_id: int) -> None:
+    from answers.tasks import question_run_task
+
+    question_run_task.delay(question_id)
+
+
+def question_run(question_id: int) -> str:
+    """Answer or refuse one question (leased; a finished one is left alone)."""
+    now = timezone.now()
+    with transaction.atomic():
+        question = Question.objects.select_for_update().select_related("asker__user").filter(pk=question_id).first()
+        if question is None or question.status not in (Question.Status.QUEUED, Question.Status.RUNNING):
+            return "skipped"
+        if question.status == Question.Status.RUNNING and question.lease_until and question.lease_until > now:
+            return "skipped"
+        question.status = Question.Status.RUNNING
+        question.attempts += 1
+        question.lease_until = now + LEASE
+        question.save(update_fields=["status", "attempts", "lease_until"])
+    started = time.monotonic()
+    fields: dict[str, Any]
+    try:
+        outcome = (
+            investigate(question.asker, question.text)
+            if llm.configured()
+            else extractive(question.asker, question.text)
+        )
+        fields = {"status": Question.Status.ANSWERED, "answer": outcome.answer, "citations": outcome.citations,
+                  "mode": outcome.mode, "retrieved": outcome.retrieved, "steps": outcome.steps}  # fmt: skip
+    except Refused as refusal:
+        fields = {"status": Question.Status.REFUSED, "refusal_reason": str(refusal)[:300], "steps": refusal.steps,
+                  "mode": "model" if llm.configured() else "extractive"}  # fmt: skip
+    except llm.LLMError as failure:
+        fields = {"status": Question.Status.FAILED, "refusal_reason": str(failure)[:300], "mode": "model"}
+    fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), lease_until=None)
+    Question.objects.filter(pk=question.pk).update(**fields)
+    return str(fields["status"])
+
+
+def questions_sweep() -> int:
+    """Re-enqueue questions still queued after a minute, or running past their lease (a killed worker)."""
+    now = timezone.now()
+    stale = set(
+        Question.objects.filter(
+            status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1)
+        ).values_list("pk", flat=True)
+    ) | set(Question.objects.filter(status=Question.Status.RUNNING, lease_until__lt=now).values_list("pk", flat=True))
+    for question_id in stale:
+        _enqueue(question_id)
+    return len(stale)

@@ -1,0 +1,211 @@
+"""Answers: grounded or refused, with a local fake OpenAI-compatible server for the model."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from answers.models import Question
+from answers.services import Refused, extractive, question_ask, question_run
+from corpus import search as search_module
+from tests.base import DISCOUNT_POLICY, BrainTestCase, publish
+
+PRICE_LIST = "topics/pricing/price-list.md"
+
+
+class FakeModel:
+    """A real HTTP server speaking OpenAI chat completions, answering from a script."""
+
+    def __init__(self, script: Callable[[dict[str, Any], int], dict[str, Any]]) -> None:
+        self.requests: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.requests.append(body)
+                message = script(body, len(owner.requests))
+                payload = json.dumps({"choices": [{"message": message}], "usage": {"total_tokens": 50}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def settings(self, **extra: Any) -> Any:
+        return override_settings(LLM={"BASE_URL": self.url, "API_KEY": "test-key", "MODEL": "fake", "TIMEOUT": 5,
+                                      "MAX_STEPS": 4, "MAX_TOKENS": 4000, **extra})  # fmt: skip
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def answer(text: str, citations: list[str]) -> dict[str, Any]:
+    return {"role": "assistant", "content": json.dumps({"answer": text, "citations": citations})}
+
+
+class AnswerTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        publish(PRICE_LIST, title="Price list",
+                body="# Price list\n\n## Plans\n\nThe Team plan costs 20 euros per seat per month. "
+                     "Enterprise is quoted per contract.\n")  # fmt: skip
+        publish(DISCOUNT_POLICY, title="Discount policy", sensitivity="restricted", category="pricing",
+                body="# Discount policy\n\n## Approval\n\nDiscounts above twelve percent need the commercial "
+                     "lead's approval.\n")  # fmt: skip
+
+    def setUp(self) -> None:
+        search_module.query_vector_cache.clear()
+
+    def ask(self, member: Any, text: str) -> Question:
+        question = question_ask(actor=member, text=text, enqueue=False)
+        question_run(question.pk)
+        question.refresh_from_db()
+        return question
+
+    def test_a_grounded_answer_ships_with_its_citations(self) -> None:
+        model = FakeModel(lambda body, n: answer("The Team plan is 20 euros a seat a month.", [f"{PRICE_LIST}#plans"]))
+        try:
+            with model.settings():
+                question = self.ask(self.bob, "How much does the Team plan cost?")
+        finally:
+            model.close()
+        assert question.status == "answered"
+        assert question.citations == [f"{PRICE_LIST}#plans"]
+        assert question.mode == "model"
+        assert PRICE_LIST in question.retrieved
+
+    def test_citing_a_hidden_page_or_one_not_retrieved_is_refused(self) -> None:
+        hidden = FakeModel(lambda body, n: answer("Above 12% needs approval.", [DISCOUNT_POLICY]))
+        try:
+            with hidden.settings():
+                question = self.ask(self.bob, "Who approves big discounts?")
+        finally:
+            hidden.close()
+        assert question.status == "refused"
+        assert "did not retrieve or read" in question.refusal_reason
+        assert question.answer == ""
+        assert DISCOUNT_POLICY not in json.dumps(hidden.requests)  # bob's prompt never contained it
+
+        invented = FakeModel(lambda body, n: answer("It is on the wiki.", ["topics/elsewhere/wiki.md"]))
+        try:
+            with invented.settings():
+                question = self.ask(self.alice, "How much does the Team plan cost?")
+        finally:
+            invented.close()
+        assert question.status == "refused"
+        uncited = FakeModel(lambda body, n: answer("20 euros.", []))
+        try:
+            with uncited.settings():
+                assert self.ask(self.alice, "How much does the Team plan cost?").refusal_reason.startswith(
+                    "the answer cited no page"
+                )
+        finally:
+            uncited.close()
+
+    def test_the_model_investigates_with_the_askers_visibility(self) -> None:
+        def script(body: dict[str, Any], n: int) -> dict[str, Any]:
+            if n == 1:
+                return tool_call("c1", "read_page", {"path": DISCOUNT_POLICY})
+            tool_reply = body["messages"][-1]["content"]
+            if tool_reply == "not found":
+                return answer("", [])
+            return answer("Discounts above twelve percent need the commercial lead.", [DISCOUNT_POLICY + "#approval"])
+
+        for member, expected in ((self.bob, "refused"), (self.alice, "answered")):
+            model = FakeModel(script)
+            try:
+                with model.settings():
+                    question = self.ask(member, "Who approves discounts?")
+            finally:
+                model.close()
+            assert question.status == expected, question.refusal_reason
+            assert question.steps == [{"tool": "read_page", "arguments": {"path": DISCOUNT_POLICY}}]
+
+    def test_the_step_budget_stops_a_looping_model(self) -> None:
+        looping = FakeModel(lambda body, n: tool_call(f"c{n}", "search", {"query": "plan"}))
+        try:
+            with looping.settings(MAX_STEPS=3):
+                question = self.ask(self.alice, "What plans are there?")
+        finally:
+            looping.close()
+        assert question.status == "refused"
+        assert "step budget (3)" in question.refusal_reason
+        assert len(looping.requests) == 3
+
+    def test_secrets_are_masked_before_they_reach_the_model(self) -> None:
+        model = FakeModel(lambda body, n: answer("", []))
+        try:
+            with model.settings():
+                question = question_ask(actor=self.alice, text="What does the Team plan cost?", enqueue=False)
+                Question.objects.filter(pk=question.pk).update(text="What does key AKIAIOSFODNN7EXAMPLE unlock?")
+                question_run(question.pk)
+        finally:
+            model.close()
+        assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(model.requests)
+
+    def test_extractive_answers_refuses_and_never_cites_a_hidden_page(self) -> None:
+        found = extractive(self.bob, "How much does the Team plan cost per seat?")
+        assert found.citations == [f"{PRICE_LIST}#plans"]
+        assert "20 euros per seat" in found.answer
+        with pytest.raises(Refused, match="nothing you can read"):
+            extractive(self.bob, "Where is the annual company picnic this summer?")
+        for member, should_cite in ((self.bob, False), (self.alice, True)):
+            try:
+                cited = extractive(member, "Which discounts need the commercial lead's approval?").citations
+            except Refused:
+                cited = []
+            assert any(c.startswith(DISCOUNT_POLICY) for c in cited) is should_cite
+
+    def test_questions_are_validated_and_refused_questions_say_why(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        with pytest.raises(ValidationError, match="ask a question"):
+            question_ask(actor=self.alice, text="   ", enqueue=False)
+        question = self.ask(self.bob, "Where is the annual company picnic this summer?")
+        assert question.status == "refused"
+        assert question.mode == "extractive"
+        assert question.refusal_reason == "nothing you can read answers this question"
+
+
+class SweepTests(BrainTestCase):
+    def test_a_question_left_running_by_a_dead_worker_is_re_enqueued(self) -> None:
+        import datetime as dt
+        from unittest import mock
+
+        from django.utils import timezone
+
+        from answers import tasks
+        from answers.services import questions_sweep
+
+        question = question_ask(actor=self.alice, text="What plans are there?", enqueue=False)
+        Question.objects.filter(pk=question.pk).update(
+            status="running", lease_until=timezone.now() - dt.timedelta(seconds=1)
+        )
+        with mock.patch.object(tasks.question_run_task, "delay") as delay:
+            assert questions_sweep() == 1
+        delay.assert_called_once_with(question.pk)
+        assert question_run(question.pk) in ("answered", "refused")
