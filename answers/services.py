@@ -29,7 +29,7 @@ from corpus.models import Page
 from corpus.scanner import require_clean
 from corpus.search import SearchError, search
 from corpus.selectors import page_read
-from grants.models import Member
+from grants.models import Member, ServiceAccount
 
 LEASE = dt.timedelta(minutes=5)
 RETRIEVE_K = 8
@@ -90,7 +90,7 @@ def _grounded(citations: list[str], consulted: set[str]) -> list[str]:
     return citations
 
 
-def extractive(asker: Member, text: str) -> Outcome:
+def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
     """The best-supported sentences of the top chunks the asker can read, with their pages."""
     try:
         found = search(principal=asker, query=text, k=RETRIEVE_K).results
@@ -116,7 +116,7 @@ def extractive(asker: Member, text: str) -> Outcome:
     return Outcome(answer=answer, citations=citations, mode="extractive", retrieved=sorted({r.path for r in found}))
 
 
-def investigate(asker: Member, text: str, budget: llm.Budget | None = None) -> Outcome:
+def investigate(asker: Member | ServiceAccount, text: str, budget: llm.Budget | None = None) -> Outcome:
     """Retrieval, then a bounded tool loop with the model; the answer's citations are checked."""
     budget = budget or llm.default_budget()
     try:
@@ -158,7 +158,7 @@ def investigate(asker: Member, text: str, budget: llm.Budget | None = None) -> O
     return Outcome(answer=answer, citations=grounded, mode="model", retrieved=sorted(consulted), steps=steps)
 
 
-def _run_tool(asker: Member, call: dict[str, Any], consulted: set[str]) -> str:
+def _run_tool(asker: Member | ServiceAccount, call: dict[str, Any], consulted: set[str]) -> str:
     """A tool the model called, run as the asker; what it returned is added to ``consulted``."""
     arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
     if call["name"] == "search":
@@ -182,8 +182,8 @@ def _run_tool(asker: Member, call: dict[str, Any], consulted: set[str]) -> str:
 # --------------------------------------------------------------------------- questions
 
 
-def question_ask(*, actor: Member, text: str, enqueue: bool = True) -> Question:
-    """File a question (answered by a worker); raises ``ValidationError`` for an empty or oversized one."""
+def question_ask(*, actor: Member | ServiceAccount, text: str, enqueue: bool = True) -> Question:
+    """File a question (answered by a worker, under ``actor``'s grants); ``ValidationError`` for a bad one."""
     clean = (text or "").strip()
     if not clean:
         raise ValidationError({"text": "ask a question"})
@@ -191,7 +191,10 @@ def question_ask(*, actor: Member, text: str, enqueue: bool = True) -> Question:
         raise ValidationError({"text": f"a question may be at most {MAX_QUESTION} characters"})
     require_clean(clean, "question")
     with transaction.atomic():
-        question = Question.objects.create(asker=actor, text=clean)
+        if isinstance(actor, ServiceAccount):
+            question = Question.objects.create(service_asker=actor, text=clean)
+        else:
+            question = Question.objects.create(asker=actor, text=clean)
         if enqueue:
             transaction.on_commit(lambda: _enqueue(question.pk))
     return question
@@ -207,7 +210,12 @@ def question_run(question_id: int) -> str:
     """Answer or refuse one question (leased; a finished one is left alone)."""
     now = timezone.now()
     with transaction.atomic():
-        question = Question.objects.select_for_update().select_related("asker__user").filter(pk=question_id).first()
+        question = (
+            Question.objects.select_for_update(of=("self",))
+            .select_related("asker__user", "service_asker")
+            .filter(pk=question_id)
+            .first()
+        )
         if question is None or question.status not in (Question.Status.QUEUED, Question.Status.RUNNING):
             return "skipped"
         if question.status == Question.Status.RUNNING and question.lease_until and question.lease_until > now:
@@ -219,11 +227,8 @@ def question_run(question_id: int) -> str:
     started = time.monotonic()
     fields: dict[str, Any]
     try:
-        outcome = (
-            investigate(question.asker, question.text)
-            if llm.configured()
-            else extractive(question.asker, question.text)
-        )
+        asker = question.principal
+        outcome = investigate(asker, question.text) if llm.configured() else extractive(asker, question.text)
         fields = {"status": Question.Status.ANSWERED, "answer": outcome.answer, "citations": outcome.citations,
                   "mode": outcome.mode, "retrieved": outcome.retrieved, "steps": outcome.steps}  # fmt: skip
     except Refused as refusal:
@@ -247,3 +252,87 @@ def questions_sweep() -> int:
     for question_id in stale:
         _enqueue(question_id)
     return len(stale)
+
+
+# --------------------------------------------------------------------------- question credentials
+
+CREDENTIAL_PREFIX = "bqc_"
+TERMINAL = (Question.Status.ANSWERED, Question.Status.REFUSED, Question.Status.FAILED)
+
+
+def question_credential_issue(
+    *, actor: Any, name: str, member: Member | None = None, service_account: ServiceAccount | None = None
+) -> tuple[Any, str]:
+    """Issue a question credential to a member or a service account (administrators only); the raw value once."""
+    import hashlib
+    import secrets
+
+    from answers.models import QuestionCredential
+    from grants.audit import audit_record
+    from grants.services import require_administrator
+
+    require_administrator(actor)
+    if (member is None) == (service_account is None):
+        raise ValidationError({"owner": "issue the credential to exactly one member or service account"})
+    if not (name or "").strip() or len(name) > 80:
+        raise ValidationError({"name": "name the credential (1 to 80 characters)"})
+    raw = CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        row = QuestionCredential.objects.create(
+            name=name.strip(), member=member, service_account=service_account,
+            token_hash=hashlib.sha256(raw.encode()).hexdigest(), prefix=raw[:12],
+            issued_by=actor if isinstance(actor, Member) else None,
+        )  # fmt: skip
+        audit_record(actor=actor, action="question_credential.issue", target_type="question_credential",
+                     target=row.name, metadata={"id": row.pk})  # fmt: skip
+    return row, raw
+
+
+def question_credential_revoke(*, actor: Any, credential_id: int) -> None:
+    from answers.models import QuestionCredential
+    from grants.audit import audit_record
+    from grants.services import require_administrator
+
+    require_administrator(actor)
+    with transaction.atomic():
+        updated = QuestionCredential.objects.filter(pk=credential_id, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if not updated:
+            raise QuestionCredential.DoesNotExist("no such live credential")
+        audit_record(actor=actor, action="question_credential.revoke", target_type="question_credential",
+                     target=str(credential_id))  # fmt: skip
+
+
+def question_credential_owner(raw: str) -> Member | ServiceAccount | None:
+    """The active owner behind a live question credential, or None."""
+    import hashlib
+
+    from answers.models import QuestionCredential
+
+    if not raw.startswith(CREDENTIAL_PREFIX):
+        return None
+    row = (
+        QuestionCredential.objects.select_related("member__user", "service_account")
+        .filter(token_hash=hashlib.sha256(raw.encode()).hexdigest(), revoked_at__isnull=True)
+        .first()
+    )
+    if row is None:
+        return None
+    if row.member is not None:
+        return row.member if row.member.is_active and row.member.user.is_active else None
+    return row.service_account if row.service_account is not None and row.service_account.is_active else None
+
+
+def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_seconds: float = 10.0) -> Question:
+    """The question once it is finished, or as it stands after ``wait_seconds`` (at most 25).
+
+    Only its asker sees it: anyone else gets ``Question.DoesNotExist``, as for a missing id.
+    """
+    owner = {"service_asker": actor} if isinstance(actor, ServiceAccount) else {"asker": actor}
+    deadline = time.monotonic() + max(0.0, min(float(wait_seconds), 25.0))
+    while True:
+        question = Question.objects.get(pk=question_id, **owner)
+        if question.status in TERMINAL or time.monotonic() >= deadline:
+            return question
+        time.sleep(0.25)

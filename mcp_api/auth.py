@@ -12,8 +12,9 @@ from django.conf import settings
 from django.http import HttpRequest
 from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
+from answers.services import CREDENTIAL_PREFIX, question_credential_owner
 from builds.services import CredentialInvalid, build_credential_resolve
-from mcp_api.tools import BUILD, PERSON, Caller
+from mcp_api.tools import BUILD, PERSON, QUESTION, Caller
 from oauth.config import mcp_resource
 from oauth.tokens import token_holder
 
@@ -51,6 +52,9 @@ def person_caller(request: HttpRequest) -> Caller | None:
     token = bearer_token(request)
     if token is None:
         return None
+    if token.startswith(CREDENTIAL_PREFIX):
+        owner = question_credential_owner(token)
+        return Caller(principal=owner, kind=QUESTION) if owner is not None else None
     found = token_holder(hashlib.sha256(token.encode("utf-8")).hexdigest())
     if found is None:
         return None

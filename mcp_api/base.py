@@ -13,6 +13,7 @@ from grants.principals import Principal
 
 PERSON = "person"
 BUILD = "build"
+QUESTION = "question"  # a question credential: ask and await_answer only
 SCOPE_CORPUS_READ = "corpus:read"
 SCOPE_MEMORY = "memory"
 DESTRUCTIVE = frozenset({"forget"})  # tools that delete for good

@@ -40,10 +40,22 @@ from corpus.selectors import (
     source_search,
 )
 from corpus.services import page_validate, source_tag
-from mcp_api.base import BUILD, PERSON, SCOPE_CORPUS_READ, SCOPE_MEMORY, Args, Caller, Out, Tool
+from mcp_api.answer_tools import ANSWER_TOOLS
+from mcp_api.base import BUILD, PERSON, QUESTION, SCOPE_CORPUS_READ, SCOPE_MEMORY, Args, Caller, Out, Tool
 from mcp_api.memory_tools import MEMORY_TOOLS
 
-__all__ = ["BUILD", "CATALOGUE", "PERSON", "SCOPE_CORPUS_READ", "SCOPE_MEMORY", "Args", "Caller", "Out", "Tool"]
+__all__ = [
+    "BUILD",
+    "CATALOGUE",
+    "PERSON",
+    "QUESTION",
+    "SCOPE_CORPUS_READ",
+    "SCOPE_MEMORY",
+    "Args",
+    "Caller",
+    "Out",
+    "Tool",
+]
 
 
 # --------------------------------------------------------------------------- read tools
@@ -451,6 +463,7 @@ CATALOGUE: tuple[Tool, ...] = (
     Tool("validate_page", "Check a page (path + Markdown) without writing it.", WriteArgs, ValidateOut, validate_page, kinds=_BRANCH),
     Tool("submit_for_review", "Submit this build for review by a person.", NoArgs, StatusOut, submit_for_review, read_only=False, kinds=_BRANCH),
     *MEMORY_TOOLS,
+    *ANSWER_TOOLS,
 )  # fmt: skip
 
 _BY_NAME = {tool.name: tool for tool in CATALOGUE}

@@ -209,3 +209,59 @@ class SweepTests(BrainTestCase):
             assert questions_sweep() == 1
         delay.assert_called_once_with(question.pk)
         assert question_run(question.pk) in ("answered", "refused")
+
+
+class QuestionCredentialTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        publish(PRICE_LIST, title="Price list",
+                body="# Price list\n\n## Plans\n\nThe Team plan costs 20 euros per seat per month.\n")  # fmt: skip
+
+    def call(self, token: str, name: str | None = None, **arguments: Any) -> Any:
+        body = ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+                if name else {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})  # fmt: skip
+        return self.client.post("/api/mcp", data=json.dumps(body), content_type="application/json",
+                                HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+
+    def test_a_question_credential_sees_exactly_ask_and_await_and_answers_under_its_owner(self) -> None:
+        import io
+
+        from django.core.management import call_command
+
+        from grants.principals import SYSTEM
+        from grants.services import grant_issue, service_account_create
+
+        service = service_account_create(actor=SYSTEM, name="support-bot")
+        grant_issue(actor=SYSTEM, service_account=service, path="topics/", permission="read")
+        out = io.StringIO()
+        call_command("question_credential", "issue", "--name", "bot", "--service", "support-bot", stdout=out)
+        token = out.getvalue().strip().splitlines()[-1]
+        assert token.startswith("bqc_")
+        names = {tool["name"] for tool in self.call(token).json()["result"]["tools"]}
+        assert names == {"ask", "await_answer"}
+        filed = self.call(token, "ask", question="How much does the Team plan cost per seat?").json()["result"]
+        question_id = filed["structuredContent"]["question_id"]
+        pending = self.call(token, "await_answer", question_id=question_id, wait_seconds=0).json()["result"]
+        assert pending["structuredContent"]["status"] == "queued"
+        question_run(question_id)  # the worker's part
+        done = self.call(token, "await_answer", question_id=question_id).json()["result"]
+        assert done["structuredContent"]["status"] == "answered"
+        assert done["structuredContent"]["citations"] == [f"{PRICE_LIST}#plans"]
+        assert "Sources:" in done["content"][0]["text"]
+        assert Question.objects.get(pk=question_id).service_asker_id == service.pk
+
+        other = io.StringIO()
+        call_command("question_credential", "issue", "--name", "b", "--member", "bob", stdout=other)
+        bob_token = other.getvalue().strip().splitlines()[-1]
+        theirs = self.call(bob_token, "await_answer", question_id=question_id).json()["result"]
+        assert theirs["isError"] is True
+        assert theirs["content"][0]["text"] == "Not found."
+        hidden = self.call(bob_token, "read_page", path=PRICE_LIST).json()
+        assert hidden["error"]["message"] == "Unknown tool: read_page"
+        from answers.models import QuestionCredential
+
+        call_command(
+            "question_credential", "revoke", str(QuestionCredential.objects.get(name="bot").pk), stdout=io.StringIO()
+        )
+        assert self.call(token).status_code == 401
