@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "memory",
     "oauth",
     "ingest",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -332,6 +333,19 @@ if bool(LLM["BASE_URL"]) != bool(LLM["MODEL"]):
     raise ConfigurationError("LLM_BASE_URL and LLM_MODEL must be set together")
 
 BRAIN_DEMO_PASSWORD = env_secret("BRAIN_DEMO_PASSWORD")
+
+# Keys for integration secrets at rest (integrations.secrets): "1:<base64 32 bytes>,2:…".
+# One machine: generated once into var/ (0600). Otherwise required to store a secret.
+BRAIN_SECRETS_KEYS = env_secret("BRAIN_SECRETS_KEYS")
+if not BRAIN_SECRETS_KEYS and EMBEDDED:
+    _secrets_key_file = VAR_DIR / "secrets-keys"
+    if not _secrets_key_file.exists():
+        import base64 as _base64
+        import secrets as _secrets
+
+        _secrets_key_file.touch(mode=0o600)
+        _secrets_key_file.write_text("1:" + _base64.b64encode(_secrets.token_bytes(32)).decode())
+    BRAIN_SECRETS_KEYS = _secrets_key_file.read_text().strip()
 
 # --------------------------------------------------------------------------- logging
 

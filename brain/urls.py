@@ -22,6 +22,7 @@ urlpatterns = [
     path("", include("oauth.urls")),
     path("", include("memory.urls")),
     path("", include("ingest.urls")),
+    path("", include("integrations.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

@@ -1,0 +1,161 @@
+"""``/brain`` for Slack: verified before anything else, acknowledged at once, answered later.
+
+The signature (``v0`` HMAC-SHA256 over ``v0:<timestamp>:<body>`` with the signing secret,
+5-minute window, constant-time compare) is checked with slack-sdk's ``SignatureVerifier``
+before the body is even parsed. Subcommands: ``/brain <question>``, ``/brain search <terms>``,
+``/brain help``, ``/brain link``. A Slack user not linked to a member gets instructions,
+never an answer; answers run under the linked member's grants.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import secrets
+from typing import Any
+
+import requests
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods, require_POST
+from slack_sdk.signature import SignatureVerifier
+
+from answers.models import Question
+from answers.services import question_ask, question_run
+from brain.errors import json_error
+from corpus.search import SearchError, search
+from grants.audit import audit_record
+from grants.models import Member
+from grants.principals import principal_for_user
+from integrations.models import SlackDelivery, SlackLink
+from integrations.secrets import SecretUnavailable, secret_get
+
+logger = logging.getLogger(__name__)
+SIGNING_SECRET = "slack_signing_secret"  # noqa: S105 (the setting's name, not a value)
+LINK_LIFETIME = dt.timedelta(minutes=10)
+HELP = (
+    "*/brain <question>* — an answer from the pages you can read, with its sources\n"
+    "*/brain search <terms>* — matching pages\n"
+    "*/brain link* — connect your Slack account to your Brain account\n"
+    "*/brain help* — this message"
+)
+
+
+def _ephemeral(text: str) -> JsonResponse:
+    return JsonResponse({"response_type": "ephemeral", "text": text})
+
+
+def _page_url(path: str) -> str:
+    return settings.BRAIN_BASE_URL + reverse("corpus:page-detail", kwargs={"path": path.split("#", 1)[0]})
+
+
+@csrf_exempt
+@require_POST
+def commands(request: HttpRequest) -> HttpResponse:
+    try:
+        signing_secret = secret_get(SIGNING_SECRET)
+    except SecretUnavailable:
+        return json_error("unavailable", "Slack is not configured on this Brain.", 503)
+    verifier = SignatureVerifier(signing_secret)
+    if not verifier.is_valid(
+        body=request.body.decode("utf-8", errors="replace"),
+        timestamp=request.headers.get("X-Slack-Request-Timestamp", ""),
+        signature=request.headers.get("X-Slack-Signature", ""),
+    ):
+        return json_error("bad_signature", "The request is not signed by Slack, or it is older than five minutes.", 401)
+    form = QueryDict(request.body.decode("utf-8"))
+    text = " ".join(form.get("text", "").split())
+    slack_user = form.get("user_id", "")
+    if text in ("", "help"):
+        return _ephemeral(HELP)
+    if text == "link":
+        code = secrets.token_urlsafe(24)
+        SlackLink.objects.create(code_hash=hashlib.sha256(code.encode()).hexdigest(), slack_user_id=slack_user,
+                                 expires_at=timezone.now() + LINK_LIFETIME)  # fmt: skip
+        url = settings.BRAIN_BASE_URL + reverse("integrations:slack-link", kwargs={"code": code})
+        return _ephemeral(f"Open this link while signed in to Brain, within 10 minutes: {url}")
+    member = Member.objects.select_related("user").filter(slack_user_id=slack_user, is_active=True).first()
+    if member is None or not member.user.is_active:
+        return _ephemeral("Your Slack account is not linked to Brain yet. Type */brain link* and open the link.")
+    if text.startswith("search "):
+        try:
+            results = search(principal=member, query=text.removeprefix("search "), k=5).results
+        except SearchError as exc:
+            return _ephemeral(str(exc))
+        if not results:
+            return _ephemeral("No pages you can read match.")
+        lines = [f"• <{_page_url(r.path)}|{r.title}> — {r.heading_path or r.path}" for r in results]
+        return _ephemeral("\n".join(lines))
+    try:
+        with transaction.atomic():
+            question = question_ask(actor=member, text=text, enqueue=False)
+            delivery = SlackDelivery.objects.create(question=question, response_url=form.get("response_url", ""))
+            transaction.on_commit(lambda: _enqueue(delivery.pk))
+    except (ValidationError, ValueError) as exc:
+        return _ephemeral(
+            "That question cannot be asked: "
+            + ("; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+        )
+    return _ephemeral("Looking into it… the answer will appear here.")
+
+
+def _enqueue(delivery_id: int) -> None:
+    from integrations.tasks import slack_answer_task
+
+    slack_answer_task.delay(delivery_id)
+
+
+def slack_answer(delivery_id: int) -> str:
+    """Answer the delivery's question (as its asker) and post it to Slack's response URL."""
+    delivery = (
+        SlackDelivery.objects.select_related("question").filter(pk=delivery_id, delivered_at__isnull=True).first()
+    )
+    if delivery is None:
+        return "skipped"
+    question_run(delivery.question_id)
+    question = Question.objects.get(pk=delivery.question_id)
+    if question.status == Question.Status.ANSWERED:
+        sources = " · ".join(f"<{_page_url(citation)}|{citation.split('#', 1)[0]}>" for citation in question.citations)
+        text = f"{question.answer}\n\nSources: {sources}"
+    elif question.status in (Question.Status.QUEUED, Question.Status.RUNNING):
+        return "pending"
+    else:
+        text = f"No answer: {question.refusal_reason}"
+    try:
+        response = requests.post(delivery.response_url, json={"response_type": "ephemeral", "text": text}, timeout=10)
+        response.raise_for_status()
+    except requests.RequestException as exc:
+        logger.warning("slack delivery %s failed: %s", delivery.pk, type(exc).__name__)
+        return "undelivered"
+    SlackDelivery.objects.filter(pk=delivery.pk).update(delivered_at=timezone.now())
+    return "delivered"
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def link(request: HttpRequest, code: str) -> HttpResponse:
+    """Bind the Slack user of a one-time code to the signed-in member (after a confirming POST)."""
+    member = principal_for_user(request.user)
+    row = SlackLink.objects.filter(code_hash=hashlib.sha256(code.encode()).hexdigest(), used_at__isnull=True,
+                                   expires_at__gt=timezone.now()).first()  # fmt: skip
+    if member is None or row is None:
+        raise Http404
+    context: dict[str, Any] = {"slack_user_id": row.slack_user_id, "done": False, "error": ""}
+    if request.method == "POST":
+        try:
+            with transaction.atomic():
+                Member.objects.filter(pk=member.pk).update(slack_user_id=row.slack_user_id)
+                SlackLink.objects.filter(pk=row.pk).update(used_at=timezone.now())
+                audit_record(actor=member, action="slack.link", target_type="member", target=member.username)
+            context["done"] = True
+        except IntegrityError:
+            context["error"] = "That Slack account is already linked to another member."
+    return render(request, "integrations/slack_link.html", context)

@@ -1,0 +1,153 @@
+"""Slack slash commands and the encrypted integration secrets behind them."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from unittest import mock
+from urllib.parse import urlencode
+
+import pytest
+from django.test import override_settings
+
+from answers.models import Question
+from corpus import search as search_module
+from grants.models import AuditEvent, Member
+from grants.principals import SYSTEM
+from integrations import tasks
+from integrations.models import IntegrationSecret, SlackDelivery
+from integrations.secrets import SecretUnavailable, secret_get, secret_set, secrets_rotate
+from integrations.slack import slack_answer
+from tests.base import BrainTestCase, publish
+
+KEY_1 = "1:" + base64.b64encode(b"k" * 32).decode()
+KEY_2 = "2:" + base64.b64encode(b"m" * 32).decode()
+SIGNING = "8f742231b10e8888abcd99yyyzzz85a5"
+PRICE_LIST = "topics/pricing/price-list.md"
+
+
+class FakeSlack:
+    """A local stand-in for Slack's response_url endpoint: records what Brain posts."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                owner.posts.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/response"
+
+
+@override_settings(BRAIN_SECRETS_KEYS=KEY_1, BRAIN_BASE_URL="https://brain.example.org")
+class SlackTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        publish(PRICE_LIST, title="Price list",
+                body="# Price list\n\n## Plans\n\nThe Team plan costs 20 euros per seat per month.\n")  # fmt: skip
+
+    def setUp(self) -> None:
+        search_module.query_vector_cache.clear()
+        secret_set(actor=SYSTEM, name="slack_signing_secret", value=SIGNING)
+        Member.objects.filter(pk=self.bob.pk).update(slack_user_id="U0BOB")
+
+    def post(self, text: str, user: str = "U0BOB", age: int = 0, secret: str = SIGNING, response_url: str = "") -> Any:
+        body = urlencode(
+            {
+                "command": "/brain",
+                "text": text,
+                "user_id": user,
+                "response_url": response_url or "https://hooks.slack.invalid/x",
+            }
+        )
+        stamp = str(int(time.time()) - age)
+        signature = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+        return self.client.post(
+            "/integrations/slack/commands", data=body, content_type="application/x-www-form-urlencoded",
+            HTTP_X_SLACK_REQUEST_TIMESTAMP=stamp, HTTP_X_SLACK_SIGNATURE=signature,
+        )  # fmt: skip
+
+    def test_a_bad_signature_is_401_and_nothing_is_queued(self) -> None:
+        with mock.patch.object(tasks.slack_answer_task, "delay") as delay, self.captureOnCommitCallbacks(execute=True):
+            forged = self.post("How much is the Team plan?", secret="not-the-secret")
+            stale = self.post("How much is the Team plan?", age=6 * 60)
+        assert forged.status_code == 401
+        assert stale.status_code == 401
+        delay.assert_not_called()
+        assert Question.objects.count() == 0
+
+    def test_a_good_request_is_acknowledged_then_answered_at_the_response_url(self) -> None:
+        slack = FakeSlack()
+        try:
+            with (
+                mock.patch.object(tasks.slack_answer_task, "delay") as delay,
+                self.captureOnCommitCallbacks(execute=True),
+            ):
+                started = time.monotonic()
+                ack = self.post("How much does the Team plan cost per seat?", response_url=slack.url)
+                assert time.monotonic() - started < 3
+            assert ack.json() == {"response_type": "ephemeral", "text": "Looking into it… the answer will appear here."}
+            delivery = SlackDelivery.objects.get()
+            delay.assert_called_once_with(delivery.pk)  # the task carries the id, not the URL
+            assert slack_answer(delivery.pk) == "delivered"
+        finally:
+            slack.server.shutdown()
+        assert slack.posts[0]["response_type"] == "ephemeral"
+        assert "20 euros per seat" in slack.posts[0]["text"]
+        assert "https://brain.example.org/pages/topics/pricing/price-list.md" in slack.posts[0]["text"]
+        assert Question.objects.get().asker_id == self.bob.pk
+
+    def test_an_unlinked_user_gets_instructions_and_can_link(self) -> None:
+        answer = self.post("How much is the Team plan?", user="U0NOBODY")
+        assert "not linked" in answer.json()["text"]
+        assert Question.objects.count() == 0
+        link = self.post("link", user="U0ALICE").json()["text"]
+        url = link.split("link while signed in to Brain, within 10 minutes: ")[1]
+        path = url.removeprefix("https://brain.example.org")
+        self.client.force_login(self.alice.user)
+        assert "U0ALICE" in self.client.get(path).content.decode()
+        self.client.post(path)
+        assert Member.objects.get(pk=self.alice.pk).slack_user_id == "U0ALICE"
+        assert self.client.get(path).status_code == 404  # one time only
+        assert "search" in self.post("help").json()["text"]
+        found = self.post("search team plan").json()["text"]
+        assert "Price list" in found
+
+    def test_secrets_are_encrypted_never_readable_and_never_logged_or_audited(self) -> None:
+        row = IntegrationSecret.objects.get(name="slack_signing_secret")
+        assert SIGNING.encode() not in bytes(row.ciphertext)
+        assert row.key_version == 1
+        with self.assertLogs(level="DEBUG") as logs:
+            logging.getLogger("tests").info("capturing")  # assertLogs needs one record; Brain logs no value
+            secret_set(actor=SYSTEM, name="slack_signing_secret", value=SIGNING)
+            self.post("help")
+        assert SIGNING not in "\n".join(logs.output)
+        assert SIGNING not in json.dumps(list(AuditEvent.objects.values("action", "target", "metadata")))
+        assert AuditEvent.objects.filter(action="integration_secret.set", target="slack_signing_secret").exists()
+        # A ciphertext moved onto another name does not decrypt (the name is bound in).
+        IntegrationSecret.objects.create(name="other", ciphertext=row.ciphertext, nonce=row.nonce, key_version=1)
+        with pytest.raises(SecretUnavailable):
+            secret_get("other")
+        IntegrationSecret.objects.filter(name="other").delete()
+        with override_settings(BRAIN_SECRETS_KEYS=f"{KEY_1},{KEY_2}"):
+            assert secrets_rotate() == 1
+            assert IntegrationSecret.objects.get(name="slack_signing_secret").key_version == 2
+            assert secret_get("slack_signing_secret") == SIGNING
