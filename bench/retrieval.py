@@ -83,32 +83,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=Path("bench/data/pgdocs/corpus.jsonl"))
-    parser.add_argument("--queries", type=Path, default=Path("bench/data/pgdocs/queries.jsonl"))
-    parser.add_argument("--qrels", type=Path, default=Path("bench/data/pgdocs/qrels.tsv"))
-    parser.add_argument("--weights", default="0.5,2,3", help="lexical weights tried (semantic weight 1)")
-    parser.add_argument("--keep", action="store_true", help="keep the brain_eval database")
-    args = parser.parse_args()
-
-    setup_scratch_django("brain_eval")
-    from rank_bm25 import BM25Okapi
-
+def load_corpus(documents: list[dict[str, Any]]) -> tuple[Any, dict[str, str]]:
+    """Import the documents as pages under ``eval/``; returns (a reader of them, page path → doc id)."""
     from builds.services import build_import
-    from corpus.models import Chunk
     from corpus.scanner import mask
-    from corpus.search import search
     from grants.principals import SYSTEM
     from grants.services import grant_issue, member_create
 
-    documents = load_jsonl(args.corpus)
-    queries = load_jsonl(args.queries)
-    qrels = load_qrels(args.qrels)
     reader = member_create(actor=SYSTEM, username="evaluator")
     member_create(actor=SYSTEM, username="owner")
     grant_issue(actor=SYSTEM, member=reader, path="eval/", permission="read")
-
     doc_of_path: dict[str, str] = {}
     files = []
     for document in documents:
@@ -123,10 +107,31 @@ def main() -> None:
         files.append((path, markdown))
     started = time.perf_counter()
     result = build_import(requester=SYSTEM, approver=SYSTEM, files=files)
-    print(
-        f"loaded {len(documents)} documents as pages, {result.chunks.total} chunks "
-        f"in {time.perf_counter() - started:.0f}s; {len(queries)} queries"
-    )
+    seconds = time.perf_counter() - started
+    print(f"loaded {len(documents)} documents as pages, {result.chunks.total} chunks in {seconds:.0f}s")
+    return reader, doc_of_path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=Path("bench/data/pgdocs/corpus.jsonl"))
+    parser.add_argument("--queries", type=Path, default=Path("bench/data/pgdocs/queries.jsonl"))
+    parser.add_argument("--qrels", type=Path, default=Path("bench/data/pgdocs/qrels.tsv"))
+    parser.add_argument("--weights", default="0.5,2,3", help="lexical weights tried (semantic weight 1)")
+    parser.add_argument("--keep", action="store_true", help="keep the brain_eval database")
+    args = parser.parse_args()
+
+    setup_scratch_django("brain_eval")
+    from rank_bm25 import BM25Okapi
+
+    from corpus.models import Chunk
+    from corpus.search import search
+
+    documents = load_jsonl(args.corpus)
+    queries = load_jsonl(args.queries)
+    qrels = load_qrels(args.qrels)
+    reader, doc_of_path = load_corpus(documents)
+    print(f"{len(queries)} queries")
 
     # BM25 over the same chunks; a page's score is its best chunk's.
     chunk_pages: dict[str, list[str]] = defaultdict(list)

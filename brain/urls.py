@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("memory.urls")),
     path("", include("ingest.urls")),
     path("", include("integrations.urls")),
+    path("", include("answers.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

@@ -265,3 +265,27 @@ class QuestionCredentialTests(BrainTestCase):
             "question_credential", "revoke", str(QuestionCredential.objects.get(name="bot").pk), stdout=io.StringIO()
         )
         assert self.call(token).status_code == 401
+
+
+class AskPageTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        publish(PRICE_LIST, title="Price list",
+                body="# Price list\n\n## Plans\n\nThe Team plan costs 20 euros per seat per month.\n")  # fmt: skip
+
+    def test_ask_watch_and_read_the_answer_with_clickable_citations(self) -> None:
+        self.client.force_login(self.bob.user)
+        with self.captureOnCommitCallbacks(execute=False):
+            filed = self.client.post("/ask", {"text": "How much does the Team plan cost per seat?"})
+        question = Question.objects.get()
+        assert filed["Location"] == f"/ask/{question.pk}"
+        waiting = self.client.get(f"/ask/{question.pk}", HTTP_HX_REQUEST="true").content.decode()
+        assert 'hx-trigger="every 1s"' in waiting
+        question_run(question.pk)  # the worker's part
+        page = self.client.get(f"/ask/{question.pk}").content.decode()
+        assert "20 euros per seat" in page
+        assert f'href="/pages/{PRICE_LIST}#plans"' in page
+        self.client.force_login(self.alice.user)
+        assert self.client.get(f"/ask/{question.pk}").status_code == 404
+        assert self.client.post("/ask", {"text": "  "}).status_code == 400

@@ -1,0 +1,45 @@
+"""The Ask page: file a question, watch it (htmx) and read the answer with clickable citations."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponseBase
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from answers.models import Question
+from answers.services import question_ask
+from grants.principals import principal_for_user
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ask(request: HttpRequest) -> HttpResponseBase:
+    member = principal_for_user(request.user)
+    if member is None:
+        raise Http404
+    problems: list[str] = []
+    if request.method == "POST":
+        try:
+            question = question_ask(actor=member, text=request.POST.get("text", ""))
+            return redirect("answers:question", question_id=question.pk)
+        except (ValidationError, ValueError) as exc:
+            problems = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+    recent = Question.objects.filter(asker=member).order_by("-created_at")[:10]
+    return render(
+        request, "answers/ask.html", {"recent": recent, "problems": problems}, status=400 if problems else 200
+    )
+
+
+@login_required
+@require_GET
+def question(request: HttpRequest, question_id: int) -> HttpResponseBase:
+    member = principal_for_user(request.user)
+    found = Question.objects.filter(pk=question_id, asker=member).first() if member else None
+    if found is None:
+        raise Http404
+    links = [(citation, citation.split("#", 1)[0], "#" + citation.split("#", 1)[1] if "#" in citation else "")
+             for citation in found.citations]  # fmt: skip
+    template = "answers/_answer.html" if request.headers.get("HX-Request") else "answers/question.html"
+    return render(request, template, {"question": found, "links": links})
