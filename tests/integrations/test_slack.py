@@ -151,3 +151,20 @@ class SlackTests(BrainTestCase):
             assert secrets_rotate() == 1
             assert IntegrationSecret.objects.get(name="slack_signing_secret").key_version == 2
             assert secret_get("slack_signing_secret") == SIGNING
+
+
+@override_settings(BRAIN_SECRETS_KEYS=KEY_1)
+class SecretAdminTests(BrainTestCase):
+    def test_an_admin_sets_a_secret_in_the_admin_and_never_sees_it(self) -> None:
+        self.charlie.user.is_staff = True
+        self.charlie.user.save()
+        self.client.force_login(self.charlie.user)
+        added = self.client.post(
+            "/admin/integrations/integrationsecret/add/", {"name": "slack_signing_secret", "value": SIGNING}
+        )
+        assert added.status_code == 302
+        assert secret_get("slack_signing_secret") == SIGNING
+        row = IntegrationSecret.objects.get()
+        page = self.client.get(f"/admin/integrations/integrationsecret/{row.pk}/change/").content.decode()
+        assert SIGNING not in page
+        assert SIGNING not in self.client.get("/admin/integrations/integrationsecret/").content.decode()

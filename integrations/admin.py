@@ -1,0 +1,35 @@
+"""Integration secrets in the admin: set or replace a value, never see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from grants.admin import AdministratorOnly, admin_actor
+from integrations.models import IntegrationSecret
+from integrations.secrets import secret_set
+
+
+class SecretForm(forms.ModelForm):
+    value = forms.CharField(
+        widget=forms.PasswordInput(render_value=False), help_text="Write-only: it is never shown again."
+    )
+
+    class Meta:
+        model = IntegrationSecret
+        fields = ["name"]
+
+
+@admin.register(IntegrationSecret)
+class IntegrationSecretAdmin(AdministratorOnly, admin.ModelAdmin):
+    form = SecretForm
+    list_display = ["name", "key_version", "updated_at", "updated_by"]
+    readonly_fields = ["key_version", "updated_at", "updated_by"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # Through the one write path: encrypted, audited by name only.
+        secret_set(actor=admin_actor(request), name=form.cleaned_data["name"], value=form.cleaned_data["value"])
+        obj.pk = IntegrationSecret.objects.get(name=form.cleaned_data["name"]).pk
