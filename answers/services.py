@@ -75,8 +75,25 @@ def _anchor(heading_path: str) -> str:
     return f"#{slugify(last)}" if slugify(last) else ""
 
 
+def _stem(word: str) -> str:
+    """A light suffix strip so "approves", "approved" and "approve" meet (no language model needed)."""
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
 def _words(text: str) -> set[str]:
-    return {word for word in re.findall(r"[a-z0-9]+", text.lower()) if len(word) > 2 and word not in STOPWORDS}
+    return {_stem(word) for word in re.findall(r"[a-z0-9]+", text.lower()) if len(word) > 2 and word not in STOPWORDS}
+
+
+def _sentences(body: str) -> list[str]:
+    """Sentences of a chunk: Markdown soft-wrapped lines are joined first; headings and blank lines split."""
+    sentences: list[str] = []
+    for block in re.split(r"\n\s*\n|\n(?=#)", body):
+        joined = " ".join(line.strip(" #*-") for line in block.splitlines())
+        sentences.extend(part.strip() for part in re.split(r"(?<=[.!?])\s+", joined))
+    return [sentence for sentence in sentences if len(sentence) >= 12]
 
 
 def _grounded(citations: list[str], consulted: set[str]) -> list[str]:
@@ -101,10 +118,7 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
         raise Refused("the question has no words to look for")
     scored: list[tuple[float, int, str, str]] = []
     for order, result in enumerate(found):
-        for sentence in re.split(r"(?<=[.!?])\s+|\n+", result.body):
-            sentence = sentence.strip(" #*-")
-            if len(sentence) < 12:
-                continue
+        for sentence in _sentences(result.body):
             support = len(wanted & _words(sentence)) / len(wanted)
             if support >= MIN_SUPPORT:
                 scored.append((support, -order, sentence, result.path + _anchor(result.heading_path)))

@@ -180,6 +180,14 @@ class AnswerTests(BrainTestCase):
                 cited = []
             assert any(c.startswith(DISCOUNT_POLICY) for c in cited) is should_cite
 
+    def test_extractive_reads_soft_wrapped_sentences_and_plural_forms(self) -> None:
+        publish("topics/support/escalation.md", title="Escalation",
+                body="# Escalation\n\n## Urgent tickets\n\nUrgent tickets are escalated to the on-call\nengineer "
+                     "within fifteen minutes.\n")  # fmt: skip
+        found = extractive(self.bob, "When is an urgent ticket escalated to the engineer?")
+        assert found.answer == "Urgent tickets are escalated to the on-call engineer within fifteen minutes."
+        assert found.citations == ["topics/support/escalation.md#urgent-tickets"]
+
     def test_questions_are_validated_and_refused_questions_say_why(self) -> None:
         from django.core.exceptions import ValidationError
 
