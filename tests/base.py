@@ -90,3 +90,12 @@ class BrainTestCase(TestCase):
         grant_issue(actor=SYSTEM, member=cls.alice, path="topics/pricing/", permission="approve")
         cls.alice_exact_grant = grant_issue(actor=SYSTEM, member=cls.alice, path=DISCOUNT_POLICY, permission="approve")
         grant_issue(actor=SYSTEM, member=cls.bob, path="topics/", permission="read")
+
+
+def start_of_fresh_rate_window(margin: float = 5.0) -> None:
+    """Wait until the current one-minute rate window has ``margin`` seconds left at least,
+    so a test's few requests all land in the same fixed window (no roll-over mid-test)."""
+    import time
+
+    while 60 - time.time() % 60 < margin:
+        time.sleep(0.25)

@@ -17,7 +17,7 @@ from corpus.models import Page
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from mcp_api.tools import CATALOGUE
-from tests.base import DISCOUNT_POLICY, page_markdown, publish
+from tests.base import DISCOUNT_POLICY, page_markdown, publish, start_of_fresh_rate_window
 
 BRANCH_TOOLS = {
     "read_branch", "read_draft", "write_page", "delete_page", "move_page", "record_capture", "record_figure",
@@ -166,6 +166,7 @@ class RateLimitTests(TransportTests):
         from django.test import override_settings
 
         call = {"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "find_page", "arguments": {}}}
+        start_of_fresh_rate_window()
         with override_settings(BRAIN_MCP_RATE_LIMITS={"read": 3, "search": 1, "ask": 1}):
             statuses = [self.post(call).status_code for _ in range(3)]
             limited = self.post(call)

@@ -18,6 +18,7 @@ from grants.models import Member
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from oauth.config import provider_settings
+from tests.base import start_of_fresh_rate_window
 
 BASE = "https://brain.example.org"
 MCP = f"{BASE}/api/mcp"
@@ -151,6 +152,7 @@ class OAuthRuleTests(TestCase):
         body = json.dumps({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
         # Fresh addresses: rate windows live in Redis for a minute, across tests.
         first, second = (f"2001:db8::{secrets.token_hex(2)}:{secrets.token_hex(2)}" for _ in range(2))
+        start_of_fresh_rate_window()
         with self.settings(BRAIN_MCP_RATE_LIMITS={"register": 2}):
             statuses = [
                 self.client.post("/oauth/register/", data=body, content_type="application/json",
