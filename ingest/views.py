@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -43,6 +44,9 @@ def _ingest_from_request(request: HttpRequest, member: Member) -> Extraction:
     upload = request.FILES.get("file")
     if upload is None:
         raise ValidationError({"file": "choose a file to upload"})
+    limit = int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"])
+    if upload.size is not None and upload.size > limit:  # before reading it into memory
+        raise ValidationError({"file": f"the file is {upload.size:,} bytes; the limit is {limit:,}"})
     return document_ingest(
         actor=member, filename=upload.name or "upload", data=upload.read(), key=request.POST.get("key") or None,
         title=request.POST.get("title") or None, category=request.POST.get("category") or None,

@@ -314,3 +314,8 @@ class IngestWebTests(TestCase):
         assert self.client.get(body["status_url"], HTTP_AUTHORIZATION=f"Bearer {bob}").status_code == 404
         assert self.client.post("/api/sources", {}, HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 400
         assert self.client.post("/api/sources", {}).status_code == 401
+        with override_settings(BRAIN_INGEST_LIMITS={**IngestTests.limits(), "MAX_BYTES": 10}):
+            big = self.client.post("/api/sources", {"file": SimpleUploadedFile("big.txt", b"x" * 11)},
+                                   HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+        assert big.status_code == 400
+        assert "the limit is 10" in big.json()["error"]["message"]
