@@ -214,7 +214,7 @@ def _candidates(
         arms.append(
             f"""(SELECT 'lexical' AS arm, l.chunk_id, l.score AS raw,
                    row_number() OVER (ORDER BY l.score DESC, l.chunk_id) AS rank
-              FROM (SELECT c.id AS chunk_id, ts_rank_cd(c.search_vector, q.query, 1) AS score
+              FROM (SELECT c.id AS chunk_id, ts_rank(c.search_vector, q.query, 1) AS score
                       FROM corpus_chunk c, (SELECT {ts_sql} AS query) q
                      WHERE c.search_vector @@ q.query AND {live}
                      ORDER BY score DESC, c.id LIMIT %s) l)"""
