@@ -10,10 +10,11 @@ from grants.models import Member
 
 
 class Document(models.Model):
-    """The original file behind a capture, stored once per content hash."""
+    """The original file behind a capture. The bytes are stored once per content hash; two
+    members who cannot see each other's capture of the same file each get their own row."""
 
     source = models.OneToOneField(Source, on_delete=models.CASCADE, related_name="document")
-    sha256 = models.CharField(max_length=64, unique=True)
+    sha256 = models.CharField(max_length=64, db_index=True)
     storage_name = models.CharField(max_length=200)  # "originals/<sha256>" in the default storage
     size = models.PositiveBigIntegerField()
     detected_type = models.CharField(max_length=16)

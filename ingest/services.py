@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import secrets
 import time
 from typing import Any
 
@@ -48,7 +49,12 @@ def document_ingest(
     sensitivity: str = "ordinary",
     enqueue: bool = True,
 ) -> Extraction:
-    """Store a document and queue its extraction; the same bytes again return the first one.
+    """Store a document and queue its extraction.
+
+    The same bytes again return the capture the uploader can already read (no second copy,
+    no second extraction). A capture of the same bytes they cannot read is never revealed —
+    not by returning it, nor by a taken default key: they get a capture of their own (the
+    stored original is shared, it is not copied).
 
     Raises ``ValidationError`` naming the problem (too large, unsupported type, bad key…)
     and ``PermissionDenied`` without ``suggest`` on ``captures/<key>``; nothing is stored then.
@@ -59,7 +65,7 @@ def document_ingest(
     if not data:
         raise ValidationError({"file": "the file is empty"})
     digest = hashlib.sha256(data).hexdigest()
-    existing = Document.objects.filter(sha256=digest).first()
+    existing = Document.objects.filter(sha256=digest, source__in=Source.objects.visible_to(actor, "read")).first()
     if existing is not None:
         return existing.extractions.order_by("-created_at").first()  # type: ignore[return-value]
     try:
@@ -67,6 +73,8 @@ def document_ingest(
     except Unsupported as exc:
         raise ValidationError({"file": f"unsupported file: {exc}"}) from exc
     capture_key = key or f"uploads/{digest[:16]}"
+    if key is None and Source.objects.filter(key=capture_key).exists():
+        capture_key = f"{capture_key}-{secrets.token_hex(4)}"  # someone's capture of the same bytes
     storage_name = f"originals/{digest}"
     with transaction.atomic():
         source = source_create(

@@ -129,6 +129,17 @@ class IngestTests(TestCase):
         assert Extraction.objects.count() == 1
         assert default_storage.exists(first.document.storage_name)
 
+    def test_the_same_bytes_from_someone_who_cannot_see_the_first_capture_reveal_nothing(self) -> None:
+        data = FILES["notes.md"][1]()
+        mine = self.ingest("notes.md", data)
+        grant_issue(actor=SYSTEM, member=self.bob, path="captures/bob/", permission="suggest")  # not alice's
+        theirs = document_ingest(actor=self.bob, filename="notes.md", data=data, key="bob/notes", enqueue=False)
+        assert theirs.pk != mine.pk
+        assert theirs.document.source.key != mine.document.source.key
+        assert theirs.document.storage_name == mine.document.storage_name  # one stored original
+        with pytest.raises(Source.DoesNotExist):
+            source_get_visible(principal=self.bob, key=mine.document.source.key)
+
     def test_bad_inputs_are_refused_or_fail_with_a_reason_keeping_the_bytes(self) -> None:
         with pytest.raises(ValidationError, match="unsupported file"):
             document_ingest(actor=self.alice, filename="x.bin", data=bytes(range(256)) * 4, enqueue=False)
