@@ -138,6 +138,11 @@ def query_vector(text: str) -> str:
     return literal
 
 
+def query_embedding(text: str) -> list[float]:
+    """The query's embedding as floats (for ORM distance expressions), from the same cache."""
+    return [float(value) for value in query_vector(text).strip("[]").split(",")]
+
+
 # --------------------------------------------------------------------------- SQL
 
 

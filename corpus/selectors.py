@@ -203,7 +203,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
 
     from brain import embeddings
     from corpus.models import SourceChunk
-    from corpus.search import query_vector
+    from corpus.search import query_embedding
 
     limit = max(1, min(limit, 100))
     visible = Source.objects.visible_to(principal, "read")
@@ -219,13 +219,13 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     for rank, pk in enumerate(lexical, start=1):
         scores[pk] = scores.get(pk, 0.0) + 1 / (60 + rank)
     try:
-        query_embedding: list[float] | None = [float(v) for v in query_vector(query).strip("[]").split(",")]
+        embedding: list[float] | None = query_embedding(query)
     except embeddings.EmbeddingError:
-        query_embedding = None
-    if query_embedding is not None:
+        embedding = None
+    if embedding is not None:
         nearest = (
             SourceChunk.objects.filter(source__in=visible.values("pk"), embedding__isnull=False)
-            .annotate(distance=CosineDistance("embedding", query_embedding))
+            .annotate(distance=CosineDistance("embedding", embedding))
             .filter(distance__lte=1 - SOURCE_MIN_SIMILARITY)
             .order_by("distance")
             .values_list("source_id", flat=True)[:100]

@@ -6,8 +6,6 @@ Tokens are never read from the query string. A missing or invalid credential get
 
 from __future__ import annotations
 
-import hashlib
-
 from django.conf import settings
 from django.http import HttpRequest
 from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
@@ -55,7 +53,7 @@ def person_caller(request: HttpRequest) -> Caller | None:
     if token.startswith(CREDENTIAL_PREFIX):
         owner = question_credential_owner(token)
         return Caller(principal=owner, kind=QUESTION) if owner is not None else None
-    found = token_holder(hashlib.sha256(token.encode("utf-8")).hexdigest())
+    found = token_holder(token)
     if found is None:
         return None
     member, scope, resources = found

@@ -59,9 +59,7 @@ def api_member(request: HttpRequest) -> Member | None:
     member = api_token_member(raw)
     if member is not None:
         return member
-    import hashlib
-
-    found = token_holder(hashlib.sha256(raw.encode("utf-8")).hexdigest())
+    found = token_holder(raw)
     if found is None:
         return None
     holder, scope, resources = found
@@ -178,24 +176,20 @@ def entry(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
     if request.method == "GET":
         return JsonResponse(serialise(memory_get(actor=member, memory_id=memory_id)))
     if request.method == "DELETE":
-        memory_get(actor=member, memory_id=memory_id)  # a malformed id is the same 404
         memory_forget(actor=member, memory_id=memory_id)
         return HttpResponse(status=204)
     data = _body(request)
-    memory_get(actor=member, memory_id=memory_id)
     updated = memory_update(actor=member, memory_id=memory_id, content=data.get("content"), tags=data.get("tags"))
     return JsonResponse(serialise(updated))
 
 
 @memory_api(("POST",))
 def append(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
-    memory_get(actor=member, memory_id=memory_id)
     return JsonResponse(serialise(memory_append(actor=member, memory_id=memory_id, text=_body(request).get("text"))))  # type: ignore[arg-type]
 
 
 @memory_api(("POST",))
 def status(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
-    memory_get(actor=member, memory_id=memory_id)
     return JsonResponse(
         serialise(memory_set_status(actor=member, memory_id=memory_id, status=str(_body(request).get("status", ""))))
     )  # type: ignore[arg-type]
@@ -203,7 +197,6 @@ def status(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse
 
 @memory_api(("POST",))
 def share(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
-    memory_get(actor=member, memory_id=memory_id)
     moved, removed = memory_share(
         actor=member, memory_id=memory_id, workspace=_body(request).get("workspace", "company")
     )
@@ -221,15 +214,13 @@ def connections(request: HttpRequest, member: Member, memory_id: str) -> HttpRes
 @memory_api(("POST", "DELETE"))
 def links(request: HttpRequest, member: Member) -> HttpResponse:
     data = _body(request)
-    for name in ("from_id", "to_id"):
-        memory_get(actor=member, memory_id=data.get(name))
     if request.method == "POST":
         made = memory_link(
-            actor=member, from_id=data["from_id"], to_id=data["to_id"], type=data.get("type") or "relates_to"
+            actor=member, from_id=data.get("from_id"), to_id=data.get("to_id"), type=data.get("type") or "relates_to"
         )
         return JsonResponse({"from_id": str(made.from_memory_id), "to_id": str(made.to_memory_id), "type": made.type,
                              "provenance": made.provenance}, status=201)  # fmt: skip
-    removed = memory_unlink(actor=member, from_id=data["from_id"], to_id=data["to_id"], type=data.get("type"))
+    removed = memory_unlink(actor=member, from_id=data.get("from_id"), to_id=data.get("to_id"), type=data.get("type"))
     return JsonResponse({"removed": removed})
 
 

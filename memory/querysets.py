@@ -8,15 +8,16 @@ belong to people, and no code path reads them "as the system".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Exists, Q
 
 from grants.principals import Principal
 
 if TYPE_CHECKING:
-    from memory.models import Memory  # noqa: F401
+    from memory.models import Memory
 
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
@@ -30,3 +31,10 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return self.filter(reader_active).filter(
             Q(workspace="company") | Q(workspace="personal", author_id=principal.pk)
         )
+
+    def get_by_id(self, memory_id: Any) -> Memory:
+        """The memory with this id, or ``DoesNotExist`` — a malformed id answers like a missing one."""
+        try:
+            return self.get(pk=memory_id)
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise self.model.DoesNotExist("Memory matching query does not exist.") from exc

@@ -36,7 +36,7 @@ from pgvector.django import CosineDistance
 
 from brain import embeddings
 from corpus.lexical import normalise
-from corpus.search import query_vector, tsquery_sql
+from corpus.search import query_embedding, tsquery_sql
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import Kind, Memory, MemoryLink, Status, Volatility, Workspace
@@ -206,8 +206,7 @@ def memory_recall(
     similarity: dict[Any, float] = {}
     keyword_rank: dict[Any, int] = {}
     try:
-        # The per-process query cache of search holds pgvector literals; the ORM wants floats.
-        vector: list[float] | None = [float(value) for value in query_vector(text).strip("[]").split(",")]
+        vector: list[float] | None = query_embedding(text)
     except embeddings.EmbeddingError:
         vector = None
         response.degraded = True
@@ -351,10 +350,7 @@ def memory_list_recent(
 
 def memory_get(*, actor: Member, memory_id: Any) -> Memory:
     """One memory ``actor`` can see; ``Memory.DoesNotExist`` otherwise (hidden = missing)."""
-    try:
-        return Memory.objects.visible_to(actor).select_related("author__user").get(pk=memory_id)
-    except (ValueError, TypeError) as exc:  # not a UUID: the same answer as a missing id
-        raise Memory.DoesNotExist from exc
+    return Memory.objects.visible_to(actor).select_related("author__user").get_by_id(memory_id)
 
 
 def memory_connections(*, actor: Member, memory_id: Any) -> list[tuple[str, str, Memory]]:

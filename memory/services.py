@@ -132,7 +132,7 @@ def editable(actor: Member, memory_id: Any) -> Memory:
     write, unless they are an administrator.
     """
     _require_member(actor)
-    memory = Memory.objects.visible_to(actor).select_for_update().get(pk=memory_id)
+    memory = Memory.objects.visible_to(actor).select_for_update().get_by_id(memory_id)
     if memory.author_id != actor.pk and not (memory.workspace == Workspace.COMPANY and actor.is_administrator):
         raise PermissionDenied("only the author or an admin may change a shared memory")
     return memory
@@ -419,7 +419,7 @@ def memory_link(*, actor: Member, from_id: Any, to_id: Any, type: str = LinkType
         raise MemoryInvalid(f"type must be one of {', '.join(LinkType.values)}")
     with transaction.atomic():
         source = editable(actor, from_id)
-        target = Memory.objects.visible_to(actor).get(pk=to_id)
+        target = Memory.objects.visible_to(actor).get_by_id(to_id)
         if source.pk == target.pk:
             raise MemoryInvalid("a memory cannot link to itself")
         if source.workspace != target.workspace:
@@ -434,7 +434,7 @@ def memory_unlink(*, actor: Member, from_id: Any, to_id: Any, type: str | None =
     """Remove the links from one memory to another (of one type, or all); returns how many."""
     with transaction.atomic():
         source = editable(actor, from_id)
-        target = Memory.objects.visible_to(actor).get(pk=to_id)
+        target = Memory.objects.visible_to(actor).get_by_id(to_id)
         links = MemoryLink.objects.filter(from_memory=source, to_memory=target)
         if type is not None:
             links = links.filter(type=type)

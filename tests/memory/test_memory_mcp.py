@@ -75,6 +75,8 @@ class MemoryMcpTests(TestCase):
         listed = self.call(bob, "list_recent", n=50)["structuredContent"]["memories"]
         assert memory_id not in {item["id"] for item in listed}
         assert Memory.objects.get(pk=memory_id).content == "My salary review is in June."
+        malformed = self.call(bob, "get", id="not-a-uuid")
+        assert malformed["content"] == self.call(bob, "get", id=missing)["content"]
 
     def test_shared_memories_show_their_author_and_refuse_non_authors(self) -> None:
         alice, bob = self.token_for(self.alice), self.token_for(self.bob)
