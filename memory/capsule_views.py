@@ -8,11 +8,10 @@ ETag and ``If-None-Match`` → 304; ``Cache-Control: private, max-age=0, must-re
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
 
 from brain.errors import error_body, json_error
-from mcp_api.ratelimit import RateLimited, hit
-from memory.api import api_member
+from grants.models import Member
+from memory.api import memory_api
 from memory.capsules import CapsuleRefused, get_capsule
 from memory.classify import MemoryInvalid
 
@@ -25,24 +24,7 @@ def _headers(response: HttpResponse, etag: str | None = None) -> HttpResponse:
     return response
 
 
-def _serve(request: HttpRequest, kind: str, project_id: str | None) -> HttpResponse:
-    if request.method not in ("GET", "HEAD"):
-        refused = json_error("method_not_allowed", "Use GET or HEAD.", 405)
-        refused["Allow"] = "GET, HEAD"
-        return refused
-    member = api_member(request)
-    if member is None:
-        refused = json_error(
-            "unauthenticated", "Send a personal API token or an OAuth token with the memory scope.", 401
-        )
-        refused["WWW-Authenticate"] = 'Bearer realm="brain-memory"'
-        return refused
-    try:
-        hit(principal_key=f"member:{member.pk}", rate_class="read")
-    except RateLimited as limited:
-        throttled = json_error("rate_limited", f"Too many requests; retry after {limited.retry_after} seconds.", 429)
-        throttled["Retry-After"] = str(limited.retry_after)
-        return throttled
+def _serve(request: HttpRequest, member: Member, kind: str, project_id: str | None) -> HttpResponse:
     try:
         capsule = get_capsule(
             member=member, kind=kind, project_id=project_id, workspace=request.GET.get("workspace") or None
@@ -61,11 +43,12 @@ def _serve(request: HttpRequest, kind: str, project_id: str | None) -> HttpRespo
     return _headers(JsonResponse({**capsule.payload, "etag": capsule.etag}), capsule.etag)
 
 
-@csrf_exempt
-def core(request: HttpRequest) -> HttpResponse:
-    return _serve(request, "core", None)
+# Authentication, the read rate limit and the 405 come from the memory API's decorator.
+@memory_api(("GET", "HEAD"))
+def core(request: HttpRequest, member: Member) -> HttpResponse:
+    return _serve(request, member, "core", None)
 
 
-@csrf_exempt
-def project(request: HttpRequest, project_id: str) -> HttpResponse:
-    return _serve(request, "project", project_id)
+@memory_api(("GET", "HEAD"))
+def project(request: HttpRequest, member: Member, project_id: str) -> HttpResponse:
+    return _serve(request, member, "project", project_id)
