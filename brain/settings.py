@@ -277,6 +277,9 @@ BRAIN_SEARCH: dict[str, Any] = {
     # hidden neighbours (see docs/search.md, "Scale").
     "EXACT_PAGES": env_int("BRAIN_SEARCH_EXACT_PAGES", 1000, minimum=0),
     "EXACT_FRACTION": float(env_str("BRAIN_SEARCH_EXACT_FRACTION") or 0.1),
+    # work_mem (MB) of the search transaction: the caller's visible-revision set must fit
+    # in a hash (about 50 bytes a page), or PostgreSQL probes it linearly per candidate.
+    "WORK_MEM_MB": env_int("BRAIN_SEARCH_WORK_MEM_MB", 32, minimum=4, maximum=4096),
 }
 
 BRAIN_BUILD_DRIVER: dict[str, int] = {

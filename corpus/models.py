@@ -64,7 +64,15 @@ class Page(models.Model):
         indexes = [
             models.Index(fields=["category"]),
             models.Index(fields=["type"]),
-            models.Index(fields=["path"], name="page_path_prefix", opclasses=["varchar_pattern_ops"]),
+            # The access predicate's prefix ranges read this index only: with the page's
+            # tier, id and live revision included, 100 prefix grants over 10k pages cost
+            # 4.4 ms instead of 8.0 ms of heap visits (bench.search_scale).
+            models.Index(
+                fields=["path"],
+                name="page_path_access",
+                opclasses=["varchar_pattern_ops"],
+                include=["sensitivity", "id", "current_revision"],
+            ),
         ]
 
     def __str__(self) -> str:

@@ -84,3 +84,24 @@ def test_redis_is_reused_and_requires_its_password(redis_dir: Path) -> None:
 
     assert launcher.stop_redis(redis_dir) is True
     assert launcher.redis_running(redis_dir) is False
+
+
+def test_postgres_gets_the_configured_shared_buffers(pg_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default 128MB cannot hold a 100k-chunk HNSW index; the launcher applies the
+    wanted size (one restart on first start), and refuses a malformed one by name."""
+    monkeypatch.setenv("BRAIN_PG_SHARED_BUFFERS", "160MB")
+    url = launcher.ensure_postgres(pg_dir)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
+
+    launcher.stop_postgres(pg_dir)
+    monkeypatch.setenv("BRAIN_PG_SHARED_BUFFERS", "lots")
+    with pytest.raises(RuntimeError, match="BRAIN_PG_SHARED_BUFFERS"):
+        launcher.ensure_postgres(pg_dir)
+
+
+def test_the_default_shared_buffers_is_a_quarter_of_memory_at_most_1gb(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BRAIN_PG_SHARED_BUFFERS", raising=False)
+    wanted = launcher.shared_buffers_wanted()
+    assert wanted.endswith("MB")
+    assert 128 <= int(wanted[:-2]) <= 1024

@@ -118,3 +118,15 @@ class SearchTests(BrainTestCase):
         for method in ("rrf", "weighted_rrf", "score"):
             results = search(principal=self.bob, query="annual prepayment", fusion=method).results
             assert results[0].path == "topics/pricing/price-list.md"
+
+    def test_vectors_are_stored_in_the_row(self) -> None:
+        """Out-of-line (TOASTed) vectors made every exact distance a TOAST fetch."""
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT attrelid::regclass::text, attstorage FROM pg_attribute"
+                " WHERE attname = 'embedding' AND attrelid = ANY(%s::regclass[]) ORDER BY 1",
+                [["corpus_chunk", "corpus_sourcechunk", "memory_memory"]],
+            )
+            assert cursor.fetchall() == [("corpus_chunk", "p"), ("corpus_sourcechunk", "p"), ("memory_memory", "p")]

@@ -1,8 +1,9 @@
 """Property: search never returns what the caller may not see, and never comes back short.
 
 Random corpora (pages over a shared pool of real, embedded chunks) and random grants:
-every result of every arm and fusion is a page the plain-Python resolver says is visible,
-and when the visible corpus holds enough chunks (after the per-page cap) exactly k come back.
+every result of every arm and fusion (with and without a path filter) is a page the
+plain-Python resolver says is visible, and when the visible corpus holds enough chunks
+(after the per-page cap) exactly k come back.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def corpora(draw: st.DrawFn):
         "fusion": draw(st.sampled_from(["rrf", "weighted_rrf", "score"])),
         # 0 forces the HNSW plan with iterative scans; (2000, 1.0) the exact scan of visible chunks.
         "exact_pages": draw(st.sampled_from([0, 2000])),
+        # None reads the predicate's own revision set; a prefix goes through the page filter.
+        "prefix": draw(st.sampled_from([None, None, "a/", "b/"])),
     }
 
 
@@ -131,7 +134,9 @@ class SearchPropertyTests(TestCase):
                 for ordinal, index in enumerate(indexes)
             ]
         )
-        allowed = {p.path for p in world["pages"] if visible(p, world["grants"])}
+        allowed = {
+            p.path for p in world["pages"] if visible(p, world["grants"]) and p.path.startswith(world["prefix"] or "")
+        }
         plan = {"EXACT_PAGES": world["exact_pages"], "EXACT_FRACTION": 1.0}
         with override_settings(BRAIN_SEARCH={**django_settings.BRAIN_SEARCH, **plan}):
             response = search(
@@ -140,6 +145,7 @@ class SearchPropertyTests(TestCase):
                 k=world["k"],
                 per_page=world["per_page"],
                 fusion=world["fusion"],
+                prefix=world["prefix"],
             )
         returned = [r.path for r in response.results]
         assert set(returned) <= allowed, (returned, allowed)
