@@ -288,6 +288,32 @@ class OAuthRuleTests(TestCase):
         )
         assert replay.status_code == 400
 
+    def test_the_daily_sweep_deletes_dormant_tokens_and_keeps_live_ones(self) -> None:
+        """A connection whose access token expired longer ago than a refresh token lives is
+        gone (refresh and access token); a live one still works."""
+        from django.utils import timezone
+        from oauth2_provider.models import RefreshToken
+
+        from oauth.config import REFRESH_TOKEN_SECONDS
+        from oauth.tasks import clear_expired_tokens_task
+
+        dormant, live = self.connect(), self.connect()
+        checksum = hashlib.sha256(dormant["access_token"].encode()).hexdigest()
+        long_ago = timezone.now() - timezone.timedelta(seconds=REFRESH_TOKEN_SECONDS + 60)
+        assert AccessToken.objects.filter(token_checksum=checksum).update(expires=long_ago) == 1
+        tokens, refresh_tokens = AccessToken.objects.count(), RefreshToken.objects.count()
+
+        clear_expired_tokens_task()
+
+        assert not AccessToken.objects.filter(token_checksum=checksum).exists()
+        assert AccessToken.objects.count() == tokens - 1
+        assert RefreshToken.objects.count() == refresh_tokens - 1
+        refused = self.token(
+            grant_type="refresh_token", refresh_token=dormant["refresh_token"], client_id=dormant["client_id"]
+        )
+        assert refused.status_code == 400
+        assert self.mcp(live["access_token"]).status_code == 200
+
     def test_deactivating_a_member_stops_their_apps_at_once(self) -> None:
         issued = self.connect()
         Member.objects.filter(pk=self.alice.pk).update(is_active=False)
