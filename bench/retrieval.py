@@ -203,6 +203,7 @@ def main() -> None:
         f"\n{'configuration':<22}{'nDCG@10':>9}{'R@10':>7}{'MRR@10':>8}{'db p50':>9}{'db p95':>9}"
         f"{'wall p50':>10}{'wall p95':>10}{'/best arm':>11}{'/bm25':>7}"
     )
+
     def ms(value: float, width: int) -> str:
         # BM25 runs in Python: it has no database time.
         return f"{'—':>{width}}  " if math.isnan(value) else f"{value:>{width}.1f}ms"
