@@ -170,8 +170,9 @@ class RevisionChunk(models.Model):
 
     class Meta:
         ordering = ["revision", "ordinal"]
+        # The foreign keys' own indexes serve lookups by chunk and by revision; a second
+        # index on chunk only cost every promotion another write.
         constraints = [models.UniqueConstraint(fields=["revision", "ordinal"], name="revision_chunk_ordinal")]
-        indexes = [models.Index(fields=["chunk"])]
 
     def __str__(self) -> str:
         return f"{self.revision_id}#{self.ordinal}"
