@@ -304,6 +304,10 @@ BRAIN_BUILDS: dict[str, Any] = {
 BRAIN_MEMORY_DEFAULT_WORKSPACE = env_choice("BRAIN_MEMORY_DEFAULT_WORKSPACE", ("personal", "company"), "personal")
 BRAIN_MEMORY_EF_SEARCH = env_int("BRAIN_MEMORY_EF_SEARCH", 400, minimum=10, maximum=1000)
 BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0)
+# With a model configured (LLM_*), near-duplicate and contradicting captures are judged by
+# it after commit (memory.verdicts); 0 keeps them flagged only. Memory text (masked) goes
+# to the model.
+BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
 
 # Document ingest: where the bytes are processed (written onto every extraction) and the
 # limits that refuse a file before it exhausts memory.

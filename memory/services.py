@@ -172,7 +172,9 @@ def memory_remember(
 
     Duplicate check on the content's embedding within the target layer: similarity ≥ 0.95
     stores nothing and returns the existing memory; ≥ 0.85 stores it tagged
-    ``duplicate-candidate`` (no automatic verdict without a model: flag, don't guess).
+    ``duplicate-candidate`` (no automatic verdict without a model: flag, don't guess; with
+    one, ``memory.verdicts`` settles it after commit, and judges a related neighbour ≥ 0.78
+    for contradiction).
     Then classification fills what the caller did not say (never ``canonical``), and up to
     3 neighbours with similarity ≥ 0.78 are linked; ``follows`` links the one episodic memory
     of the author's written in the previous 30 minutes, when there is exactly one.
@@ -216,6 +218,8 @@ def memory_remember(
         memory.save()
         _event(memory, actor, MemoryEvent.Action.CREATED, flagged=flagged)
         links = _auto_link(actor, memory, neighbours)
+        if top is not None and top[1] >= AUTO_LINK:
+            _queue_verdict(memory, top[0], top[1])
         return Capture(
             memory=memory,
             outcome="flagged" if flagged else "stored",
@@ -223,6 +227,21 @@ def memory_remember(
             similarity=top[1] if flagged and top else None,
             links=links,
         )
+
+
+def _queue_verdict(new: Memory, old: Memory, similarity: float) -> None:
+    """After commit, ask the model about the new memory and its closest neighbour (``memory.verdicts``)."""
+    from memory.verdicts import enabled, open_verdicts
+
+    if not enabled() or not open_verdicts(new, old, similarity):
+        return
+
+    def enqueue() -> None:
+        from memory.tasks import memory_settle_task
+
+        memory_settle_task.delay(str(new.pk), str(old.pk), similarity)
+
+    transaction.on_commit(enqueue)
 
 
 def _auto_link(actor: Member, memory: Memory, neighbours: list[tuple[Memory, float]]) -> list[MemoryLink]:

@@ -6,6 +6,8 @@ import logging
 
 from celery import shared_task
 
+from brain.llm import LLMError
+
 logger = logging.getLogger(__name__)
 
 
@@ -17,3 +19,19 @@ def memory_backfill_embeddings_task() -> None:
     filled = memory_backfill_embeddings()
     if filled:
         logger.info("memory backfill embedded %d memories", filled)
+
+
+@shared_task(
+    name="memory.settle",
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(LLMError,),
+    retry_backoff=30,
+    max_retries=3,
+)
+def memory_settle_task(new_id: str, old_id: str, similarity: float) -> None:
+    """Ask the model whether a new memory duplicates or contradicts its neighbour, and apply it."""
+    from memory.verdicts import memory_settle
+
+    outcome = memory_settle(new_id=new_id, old_id=old_id, similarity=similarity)
+    logger.info("memory settle: %s", outcome)

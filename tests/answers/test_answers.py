@@ -3,54 +3,17 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from django.test import override_settings
 
 from answers.models import Question
 from answers.services import Refused, extractive, question_ask, question_run
 from corpus import search as search_module
 from tests.base import DISCOUNT_POLICY, BrainTestCase, publish
+from tests.fakes import FakeModel
 
 PRICE_LIST = "topics/pricing/price-list.md"
-
-
-class FakeModel:
-    """A real HTTP server speaking OpenAI chat completions, answering from a script."""
-
-    def __init__(self, script: Callable[[dict[str, Any], int], dict[str, Any]]) -> None:
-        self.requests: list[dict[str, Any]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.requests.append(body)
-                message = script(body, len(owner.requests))
-                payload = json.dumps({"choices": [{"message": message}], "usage": {"total_tokens": 50}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def settings(self, **extra: Any) -> Any:
-        return override_settings(LLM={"BASE_URL": self.url, "API_KEY": "test-key", "MODEL": "fake", "TIMEOUT": 5,
-                                      "MAX_STEPS": 4, "MAX_TOKENS": 4000, **extra})  # fmt: skip
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

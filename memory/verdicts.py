@@ -1,0 +1,131 @@
+"""Model verdicts on a new memory and its closest neighbour: duplicate or contradiction.
+
+Capture (``memory_remember``) never guesses: without a model a near-duplicate is only
+flagged. With a model configured (``brain.llm``) and ``BRAIN_MEMORY_MODEL_VERDICTS`` on,
+a capture whose closest neighbour in the same layer is similar enough queues
+``memory.settle`` (ids only), and this module asks the model which of these holds and
+applies it through the one write path (``apply_duplicate_verdict``):
+
+- ``merge``: the new memory adds detail to the old one → appended to it;
+- ``replace``: the new memory restates the old one → its text takes the old row's place;
+- ``contradiction``: they disagree about the same thing → the newer wins, the old one is
+  deprecated with a ``supersedes`` link (a protected old memory wins instead);
+- ``keep_both``: different things, or both stand → the flag is cleared.
+
+Which verdicts are open depends on the pair: ``merge``/``replace`` rewrite the old
+memory's text, so they need a flagged near-duplicate (similarity ≥ 0.85) by the same
+author; a merely related neighbour (≥ 0.78), or another member's shared memory, can
+only be judged a contradiction or left alone. Anything the model says outside the open
+verdicts, or a reply that is not the JSON asked for, changes nothing. Text sent to the
+model is masked by the gateway's secret scanner.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from django.conf import settings
+
+from brain import llm
+from memory.models import Memory, Status
+from memory.services import AUTO_LINK, DUPLICATE_FLAG, DUPLICATE_TAG, apply_duplicate_verdict
+
+logger = logging.getLogger(__name__)
+
+VERDICTS = ("merge", "replace", "contradiction", "keep_both")
+REWRITES = ("merge", "replace")
+# One call, a short JSON answer: the budget is a cap, not an expectation.
+VERDICT_TOKENS = 800
+
+SYSTEM_PROMPT = """You keep a team's memory tidy. You are shown an OLD note and a NEW note
+from the same layer of the memory. Decide how they relate and reply with one JSON object
+and nothing else: {"verdict": "<one of: VERDICTS>", "reason": "<one short sentence>"}.
+
+- merge: both are about the same thing and NEW adds detail that OLD lacks.
+- replace: NEW says what OLD says, in other words; NEW should take its place.
+- contradiction: both are about the same thing and state incompatible facts (NEW is more recent).
+- keep_both: they are about different things, or both can be true at once.
+
+Only the verdicts listed above are allowed. When unsure, answer keep_both."""
+
+
+def enabled() -> bool:
+    """A model is configured and verdicts are not switched off."""
+    return bool(settings.BRAIN_MEMORY_MODEL_VERDICTS) and llm.configured()
+
+
+def open_verdicts(new: Memory, old: Memory, similarity: float) -> tuple[str, ...]:
+    """The verdicts the model may return for this pair (empty: do not ask)."""
+    if similarity < AUTO_LINK or new.workspace != old.workspace or old.status == Status.DEPRECATED:
+        return ()
+    if similarity >= DUPLICATE_FLAG and new.author_id == old.author_id:
+        return VERDICTS
+    return ("contradiction", "keep_both")
+
+
+def parse_verdict(reply: str, allowed: tuple[str, ...]) -> str | None:
+    """The verdict in the model's reply if it is one of ``allowed``, else None."""
+    match = re.search(r"\{.*\}", reply, re.DOTALL)
+    if match is None:
+        return None
+    try:
+        data: Any = json.loads(match.group(0))
+    except ValueError:
+        return None
+    verdict = data.get("verdict") if isinstance(data, dict) else None
+    return verdict if isinstance(verdict, str) and verdict in allowed else None
+
+
+def ask(new: Memory, old: Memory, allowed: tuple[str, ...]) -> str | None:
+    """One model call. Returns the verdict, or None when the reply holds no allowed one.
+
+    Raises ``llm.LLMError`` when the model cannot be reached (the task retries).
+    """
+    prompt = SYSTEM_PROMPT.replace("<one of: VERDICTS>", "|".join(allowed))
+    prompt = "\n".join(line for line in prompt.splitlines() if not _closed_line(line, allowed))
+    messages = [
+        {"role": "system", "content": prompt},
+        {
+            "role": "user",
+            "content": f"OLD (written {old.created_at.date().isoformat()}):\n{old.content}\n\n"
+            f"NEW (written {new.created_at.date().isoformat()}):\n{new.content}",
+        },
+    ]
+    reply = llm.chat(messages, budget=llm.Budget(steps=1, tokens=VERDICT_TOKENS))
+    return parse_verdict(reply.content, allowed)
+
+
+def _closed_line(line: str, allowed: tuple[str, ...]) -> bool:
+    """A verdict's explanation line, for a verdict that is not open (so the model never sees it)."""
+    return any(line.startswith(f"- {verdict}:") for verdict in VERDICTS if verdict not in allowed)
+
+
+def memory_settle(*, new_id: Any, old_id: Any, similarity: float) -> str:
+    """Ask the model about a captured memory and its neighbour and apply the verdict.
+
+    Idempotent and safe to run late: if either memory is gone, was moved to another layer,
+    or the old one was deprecated meanwhile, nothing happens. Returns what was done
+    (``skipped``, ``no-verdict`` or the verdict applied). Raises ``llm.LLMError`` when the
+    model is unreachable.
+    """
+    if not enabled():
+        return "skipped"
+    memories = {str(memory.pk): memory for memory in Memory.objects.filter(pk__in=[new_id, old_id])}
+    new, old = memories.get(str(new_id)), memories.get(str(old_id))
+    if new is None or old is None:
+        return "skipped"
+    allowed = open_verdicts(new, old, similarity)
+    if not allowed:
+        return "skipped"
+    verdict = ask(new, old, allowed)
+    if verdict is None:
+        logger.info("memory verdict: the model gave none of %s", ",".join(allowed))
+        return "no-verdict"
+    if verdict == "keep_both" and DUPLICATE_TAG not in new.tags:
+        return verdict  # nothing to clear
+    apply_duplicate_verdict(actor=new.author, new=new, old=old, verdict=verdict)
+    logger.info("memory verdict applied: %s", verdict)
+    return verdict
