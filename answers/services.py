@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from answers.models import Question
-from brain import llm
+from brain import bearer, llm
 from corpus.models import Page
 from corpus.scanner import require_clean
 from corpus.search import SearchError, search
@@ -278,9 +278,6 @@ def question_credential_issue(
     *, actor: Any, name: str, member: Member | None = None, service_account: ServiceAccount | None = None
 ) -> tuple[Any, str]:
     """Issue a question credential to a member or a service account (administrators only); the raw value once."""
-    import hashlib
-    import secrets
-
     from answers.models import QuestionCredential
     from grants.audit import audit_record
     from grants.services import require_administrator
@@ -290,16 +287,16 @@ def question_credential_issue(
         raise ValidationError({"owner": "issue the credential to exactly one member or service account"})
     if not (name or "").strip() or len(name) > 80:
         raise ValidationError({"name": "name the credential (1 to 80 characters)"})
-    raw = CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
+    token = bearer.mint(CREDENTIAL_PREFIX)
     with transaction.atomic():
         row = QuestionCredential.objects.create(
             name=name.strip(), member=member, service_account=service_account,
-            token_hash=hashlib.sha256(raw.encode()).hexdigest(), prefix=raw[:12],
+            token_hash=token.digest, prefix=token.shown,
             issued_by=actor if isinstance(actor, Member) else None,
         )  # fmt: skip
         audit_record(actor=actor, action="question_credential.issue", target_type="question_credential",
                      target=row.name, metadata={"id": row.pk})  # fmt: skip
-    return row, raw
+    return row, token.raw
 
 
 def question_credential_revoke(*, actor: Any, credential_id: int) -> None:
@@ -320,15 +317,13 @@ def question_credential_revoke(*, actor: Any, credential_id: int) -> None:
 
 def question_credential_owner(raw: str) -> Member | ServiceAccount | None:
     """The active owner behind a live question credential, or None."""
-    import hashlib
-
     from answers.models import QuestionCredential
 
     if not raw.startswith(CREDENTIAL_PREFIX):
         return None
     row = (
         QuestionCredential.objects.select_related("member__user", "service_account")
-        .filter(token_hash=hashlib.sha256(raw.encode()).hexdigest(), revoked_at__isnull=True)
+        .filter(token_hash=bearer.digest(raw), revoked_at__isnull=True)
         .first()
     )
     if row is None:

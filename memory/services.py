@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from brain import embeddings
+from brain import bearer, embeddings
 from corpus import lexical
 from corpus.scanner import require_clean
 from grants.models import Member
@@ -485,20 +485,15 @@ TOKEN_PREFIX = "bmt_"  # noqa: S105 (a public marker that tells token kinds apar
 
 def api_token_issue(*, actor: Member, name: str) -> tuple[Any, str]:
     """Issue a personal memory API token; returns (row, raw token). The raw token is shown once."""
-    import hashlib
-    import secrets
-
     from memory.models import MemoryApiToken
 
     _require_member(actor)
     label = (name or "").strip()
     if not label or len(label) > 80:
         raise MemoryInvalid("name the token (1 to 80 characters)")
-    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = MemoryApiToken.objects.create(
-        member=actor, name=label, token_hash=hashlib.sha256(raw.encode()).hexdigest(), prefix=raw[:12]
-    )
-    return row, raw
+    token = bearer.mint(TOKEN_PREFIX)
+    row = MemoryApiToken.objects.create(member=actor, name=label, token_hash=token.digest, prefix=token.shown)
+    return row, token.raw
 
 
 def api_token_revoke(*, actor: Member, token_id: int) -> None:
@@ -514,15 +509,13 @@ def api_token_revoke(*, actor: Member, token_id: int) -> None:
 
 def api_token_member(raw: str) -> Member | None:
     """The active member behind a live personal token (and note its use), or None."""
-    import hashlib
-
     from memory.models import MemoryApiToken
 
     if not raw.startswith(TOKEN_PREFIX):
         return None
     row = (
         MemoryApiToken.objects.select_related("member__user")
-        .filter(token_hash=hashlib.sha256(raw.encode()).hexdigest(), revoked_at__isnull=True)
+        .filter(token_hash=bearer.digest(raw), revoked_at__isnull=True)
         .first()
     )
     if row is None or not row.member.is_active or not row.member.user.is_active:
