@@ -20,11 +20,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
 from answers.models import Question
 from brain import bearer, llm
+from brain.jobs import enqueue_on_commit, queue_idle
 from corpus.models import Page
 from corpus.scanner import require_clean
 from corpus.search import SearchError, search
@@ -210,14 +212,10 @@ def question_ask(*, actor: Member | ServiceAccount, text: str, enqueue: bool = T
         else:
             question = Question.objects.create(asker=actor, text=clean)
         if enqueue:
-            transaction.on_commit(lambda: _enqueue(question.pk))
+            from answers.tasks import question_run_task
+
+            enqueue_on_commit(question_run_task, question.pk)
     return question
-
-
-def _enqueue(question_id: int) -> None:
-    from answers.tasks import question_run_task
-
-    question_run_task.delay(question_id)
 
 
 def question_run(question_id: int) -> str:
@@ -256,15 +254,17 @@ def question_run(question_id: int) -> str:
 
 
 def questions_sweep() -> int:
-    """Re-enqueue questions still queued after a minute, or running past their lease (a killed worker)."""
+    """Re-enqueue questions running past their lease (a killed worker) and, when the queue is
+    idle, those still queued after a minute (a message that was never sent)."""
+    from answers.tasks import question_run_task
+
     now = timezone.now()
-    stale = set(
-        Question.objects.filter(
-            status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1)
-        ).values_list("pk", flat=True)
-    ) | set(Question.objects.filter(status=Question.Status.RUNNING, lease_until__lt=now).values_list("pk", flat=True))
+    lost = Q(status=Question.Status.RUNNING, lease_until__lt=now)
+    if queue_idle():
+        lost |= Q(status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1))
+    stale = list(Question.objects.filter(lost).values_list("pk", flat=True))
     for question_id in stale:
-        _enqueue(question_id)
+        question_run_task.delay(question_id)
     return len(stale)
 
 

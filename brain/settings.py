@@ -181,6 +181,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # Extractions queued or leased by a worker that died get re-enqueued.
     "ingest-sweep": {"task": "ingest.sweep", "schedule": 60.0},
     "answers-sweep": {"task": "answers.sweep", "schedule": 60.0},
+    "slack-sweep": {"task": "integrations.slack_sweep", "schedule": 60.0},
     # Expired OAuth tokens and authorization codes (django-oauth-toolkit's cleartokens).
     "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 24 * 60 * 60.0},
 }

@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from brain.jobs import enqueue_on_commit, queue_idle
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -145,7 +146,7 @@ def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]],
             [BuildJobItem(job=job, ordinal=index, path=path, content=text) for index, (path, text) in enumerate(valid)],
             batch_size=1000,
         )
-        transaction.on_commit(lambda: build_job_step_task.delay(job.pk))
+        enqueue_on_commit(build_job_step_task, job.pk)
     return build
 
 
@@ -179,7 +180,7 @@ def reembed_job_create(*, requester: Principal, everything: bool = False) -> Bui
                 for index, start in enumerate(range(0, len(ids), batch))
             ]
         )
-        transaction.on_commit(lambda: build_job_step_task.delay(job.pk))
+        enqueue_on_commit(build_job_step_task, job.pk)
     return build
 
 
@@ -282,7 +283,7 @@ def job_step(job_id: int) -> str:
                 # Our lease expired and another worker took over: undo this batch.
                 raise _LeaseLost
             if remaining:
-                transaction.on_commit(lambda: build_job_step_task.delay(job.pk))
+                enqueue_on_commit(build_job_step_task, job.pk)
     except _LeaseLost:
         logger.warning("build job %s: lease lost, batch rolled back", job_id)
         return "busy"
@@ -317,13 +318,17 @@ def _fail(job: BuildJob, message: str) -> None:
 
 
 def jobs_sweep() -> int:
-    """Re-enqueue every unfinished job whose lease is free or expired; returns how many."""
+    """Re-enqueue unfinished jobs whose worker died (lease expired) and, when the queue is
+    idle, those waiting for a step message that never arrived; returns how many."""
     from builds.tasks import build_job_step_task
 
     now = timezone.now()
+    lost = Q(lease_expires_at__lt=now)
+    if queue_idle():
+        lost |= Q(lease_expires_at__isnull=True)
     stale = list(
         BuildJob.objects.filter(state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING])
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .filter(lost)
         .values_list("pk", flat=True)
     )
     for job_id in stale:

@@ -21,9 +21,11 @@ from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from brain import embeddings
+from brain.jobs import enqueue_on_commit, queue_idle
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
 from corpus.scanner import mask
@@ -92,14 +94,14 @@ def document_ingest(
         audit_record(actor=actor, action="ingest.upload", target_type="source", target=source.key,
                      metadata={"type": detected, "bytes": len(data)})  # fmt: skip
         if enqueue:
-            transaction.on_commit(lambda: _enqueue(extraction.pk))
+            _enqueue_on_commit(extraction.pk)
     return extraction
 
 
-def _enqueue(extraction_id: int) -> None:
+def _enqueue_on_commit(extraction_id: int) -> None:
     from ingest.tasks import extraction_run_task
 
-    extraction_run_task.delay(extraction_id)
+    enqueue_on_commit(extraction_run_task, extraction_id)
 
 
 def extraction_retry(*, actor: Member, extraction_id: int) -> Extraction:
@@ -112,7 +114,7 @@ def extraction_retry(*, actor: Member, extraction_id: int) -> Extraction:
         extraction.error = ""
         extraction.lease_until = None
         extraction.save(update_fields=["status", "error", "lease_until"])
-        transaction.on_commit(lambda: _enqueue(extraction.pk))
+        _enqueue_on_commit(extraction.pk)
     return extraction
 
 
@@ -190,17 +192,15 @@ def _finish(extraction: Extraction, started: float, **fields: Any) -> None:
 
 
 def extractions_sweep() -> int:
-    """Re-enqueue queued extractions and running ones whose lease expired (a killed worker)."""
+    """Re-enqueue running extractions whose lease expired (a killed worker) and, when the
+    queue is idle, queued ones older than two minutes (a message that was never sent)."""
+    from ingest.tasks import extraction_run_task
+
     now = timezone.now()
-    stale = list(
-        Extraction.objects.filter(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2))
-        .values_list("pk", flat=True)
-        .union(
-            Extraction.objects.filter(status=Extraction.Status.RUNNING, lease_until__lt=now).values_list(
-                "pk", flat=True
-            )
-        )
-    )
+    lost = Q(status=Extraction.Status.RUNNING, lease_until__lt=now)
+    if queue_idle():
+        lost |= Q(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2))
+    stale = list(Extraction.objects.filter(lost).values_list("pk", flat=True))
     for extraction_id in stale:
-        _enqueue(extraction_id)
+        extraction_run_task.delay(extraction_id)
     return len(stale)

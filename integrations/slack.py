@@ -31,6 +31,7 @@ from slack_sdk.signature import SignatureVerifier
 from answers.models import Question
 from answers.services import question_ask, question_run
 from brain.errors import json_error
+from brain.jobs import enqueue_on_commit, queue_idle
 from corpus.search import SearchError, search
 from grants.audit import audit_record
 from grants.models import Member
@@ -41,6 +42,8 @@ from integrations.secrets import SecretUnavailable, secret_get
 logger = logging.getLogger(__name__)
 SIGNING_SECRET = "slack_signing_secret"  # noqa: S105 (the setting's name, not a value)
 LINK_LIFETIME = dt.timedelta(minutes=10)
+# Slack accepts posts to a slash command's response_url for 30 minutes.
+RESPONSE_URL_LIFETIME = dt.timedelta(minutes=30)
 HELP = (
     "*/brain <question>* — an answer from the pages you can read, with its sources\n"
     "*/brain search <terms>* — matching pages\n"
@@ -98,7 +101,9 @@ def commands(request: HttpRequest) -> HttpResponse:
         with transaction.atomic():
             question = question_ask(actor=member, text=text, enqueue=False)
             delivery = SlackDelivery.objects.create(question=question, response_url=form.get("response_url", ""))
-            transaction.on_commit(lambda: _enqueue(delivery.pk))
+            from integrations.tasks import slack_answer_task
+
+            enqueue_on_commit(slack_answer_task, delivery.pk)
     except (ValidationError, ValueError) as exc:
         return _ephemeral(
             "That question cannot be asked: "
@@ -107,14 +112,13 @@ def commands(request: HttpRequest) -> HttpResponse:
     return _ephemeral("Looking into it… the answer will appear here.")
 
 
-def _enqueue(delivery_id: int) -> None:
-    from integrations.tasks import slack_answer_task
-
-    slack_answer_task.delay(delivery_id)
-
-
 def slack_answer(delivery_id: int) -> str:
-    """Answer the delivery's question (as its asker) and post it to Slack's response URL."""
+    """Answer the delivery's question (as its asker) and post it to Slack's response URL.
+
+    Returns ``delivered``, ``skipped`` (already delivered or gone), ``pending`` (another
+    worker is answering it) or ``undelivered`` (Slack could not be reached); the task
+    tries the last two again.
+    """
     delivery = (
         SlackDelivery.objects.select_related("question").filter(pk=delivery_id, delivered_at__isnull=True).first()
     )
@@ -159,3 +163,23 @@ def link(request: HttpRequest, code: str) -> HttpResponse:
         except IntegrityError:
             context["error"] = "That Slack account is already linked to another member."
     return render(request, "integrations/slack_link.html", context)
+
+
+def slack_deliveries_sweep() -> int:
+    """Re-send deliveries whose message never reached a worker: undelivered, asked more than
+    a minute ago and within Slack's 30 minutes for a response URL, when the queue is idle."""
+    from integrations.tasks import slack_answer_task
+
+    if not queue_idle():
+        return 0
+    now = timezone.now()
+    stale = list(
+        SlackDelivery.objects.filter(
+            delivered_at__isnull=True,
+            question__created_at__lt=now - dt.timedelta(minutes=1),
+            question__created_at__gt=now - RESPONSE_URL_LIFETIME,
+        ).values_list("pk", flat=True)
+    )
+    for delivery_id in stale:
+        slack_answer_task.delay(delivery_id)
+    return len(stale)

@@ -21,6 +21,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from brain import bearer, embeddings
+from brain.jobs import enqueue_on_commit
 from corpus import lexical
 from corpus.scanner import require_clean
 from grants.models import Member
@@ -236,12 +237,9 @@ def _queue_verdict(new: Memory, old: Memory, similarity: float) -> None:
     if not enabled() or not open_verdicts(new, old, similarity):
         return
 
-    def enqueue() -> None:
-        from memory.tasks import memory_settle_task
+    from memory.tasks import memory_settle_task
 
-        memory_settle_task.delay(str(new.pk), str(old.pk), similarity)
-
-    transaction.on_commit(enqueue)
+    enqueue_on_commit(memory_settle_task, str(new.pk), str(old.pk), similarity)
 
 
 def _auto_link(actor: Member, memory: Memory, neighbours: list[tuple[Memory, float]]) -> list[MemoryLink]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -16,15 +17,17 @@ from urllib.parse import urlencode
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from answers.models import Question
+from answers.services import question_ask
 from corpus import search as search_module
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
 from integrations import tasks
 from integrations.models import IntegrationSecret, SlackDelivery
 from integrations.secrets import SecretUnavailable, secret_get, secret_set, secrets_rotate
-from integrations.slack import slack_answer
+from integrations.slack import slack_answer, slack_deliveries_sweep
 from tests.base import BrainTestCase, publish
 
 KEY_1 = "1:" + base64.b64encode(b"k" * 32).decode()
@@ -168,3 +171,28 @@ class SecretAdminTests(BrainTestCase):
         page = self.client.get(f"/admin/integrations/integrationsecret/{row.pk}/change/").content.decode()
         assert SIGNING not in page
         assert SIGNING not in self.client.get("/admin/integrations/integrationsecret/").content.decode()
+
+
+class SlackDeliveryRetryTests(BrainTestCase):
+    def delivery(self, asked_minutes_ago: int) -> SlackDelivery:
+        question = question_ask(actor=self.bob, text="How much is the Team plan?", enqueue=False)
+        Question.objects.filter(pk=question.pk).update(
+            created_at=timezone.now() - dt.timedelta(minutes=asked_minutes_ago)
+        )
+        return SlackDelivery.objects.create(question=question, response_url="https://hooks.slack.invalid/x")
+
+    def test_a_pending_or_undelivered_answer_is_tried_again(self) -> None:
+        with mock.patch("integrations.slack.slack_answer", side_effect=["pending", "undelivered", "delivered"]) as run:
+            tasks.slack_answer_task.apply(args=(7,))
+        assert run.call_count == 3
+
+    def test_the_sweep_re_sends_lost_deliveries_while_slack_still_accepts_them(self) -> None:
+        lost = self.delivery(asked_minutes_ago=5)
+        self.delivery(asked_minutes_ago=45)  # past the response URL's 30 minutes
+        SlackDelivery.objects.filter(pk=self.delivery(asked_minutes_ago=5).pk).update(delivered_at=timezone.now())
+        with mock.patch.object(tasks.slack_answer_task, "delay") as delay:
+            with mock.patch("integrations.slack.queue_idle", return_value=False):
+                assert slack_deliveries_sweep() == 0
+            with mock.patch("integrations.slack.queue_idle", return_value=True):
+                assert slack_deliveries_sweep() == 1
+        delay.assert_called_once_with(lost.pk)

@@ -1,0 +1,52 @@
+"""Handing work to Celery: ids only, after commit, and never failing the request for it.
+
+Every background job (a build step, an extraction, a question, a Slack delivery, a memory
+verdict) is a database row first; the queue message only says "look at row N". So a
+message that could not be sent — the broker was down when the transaction committed — is
+not lost work: the row is still waiting, and the job's sweep (on beat, every minute) sends
+it again. Two rules follow:
+
+- ``enqueue_on_commit`` never raises: the person's write has committed, and an error page
+  for it would be a lie. It logs a warning instead.
+- a sweep re-sends a job that was never picked up only when ``queue_idle()`` says the
+  broker holds no waiting messages. Re-sending every waiting job each minute would flood
+  a backlog with duplicates (each one a no-op, but queued ahead of new work). A job whose
+  worker died mid-run is re-sent as soon as its lease expires, whatever the queue holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+
+def enqueue_on_commit(task: Any, *args: Any) -> None:
+    """Send ``task.delay(*args)`` once the current transaction commits; log, never raise, on failure."""
+
+    def send() -> None:
+        try:
+            task.delay(*args)
+        except Exception as exc:  # any broker failure: the row waits for the sweep
+            logger.warning("could not queue %s (%s); its sweep will send it again", task.name, type(exc).__name__)
+
+    transaction.on_commit(send)
+
+
+def queue_idle() -> bool:
+    """True when the default Celery queue holds no waiting message; False when the broker cannot say."""
+    from brain.celery import app
+
+    try:
+        with app.connection_for_read() as connection:
+            # A plain (not passive) declare: on Redis a queue with no messages has no key,
+            # and a passive declare of it fails as if it did not exist.
+            channel: Any = connection.default_channel  # kombu's stubs type it as the bare base channel
+            declared = channel.queue_declare(queue=app.conf.task_default_queue)
+            return int(declared.message_count) == 0
+    except Exception as exc:
+        logger.warning("could not read the queue length (%s)", type(exc).__name__)
+        return False
