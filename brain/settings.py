@@ -7,6 +7,7 @@ reused) by ``brain.launcher``.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "oauth2_provider",
+    "axes",
     "brain",
     "grants",
     "corpus",
@@ -99,6 +101,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a lockout raised during sign-in into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "brain.urls"
@@ -194,6 +198,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Sign-in throttling (django-axes, attempts kept in PostgreSQL): after BRAIN_LOGIN_FAILURE_LIMIT
+# failed sign-ins for one username from one client address, that pair is refused for
+# BRAIN_LOGIN_COOLOFF_MINUTES — the admin's sign-in included. Keyed by the pair, so nobody can
+# lock a colleague out from elsewhere. Behind reverse proxies, BRAIN_TRUSTED_PROXY_COUNT says how
+# many X-Forwarded-For entries to trust (0: the socket's peer address is the client).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("BRAIN_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("BRAIN_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "brain.views.sign_in_paused"
+AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not kept; failures are (AccessAttempt)
+AXES_VERBOSE = False
+BRAIN_TRUSTED_PROXY_COUNT = env_int("BRAIN_TRUSTED_PROXY_COUNT", 0, minimum=0, maximum=10)
+AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_ip"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/search"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -378,6 +397,8 @@ LOGGING = {
         # Our own 4xx/5xx responses are logged by brain.middleware with the request id.
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         "django.security.DisallowedHost": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # django-axes logs every failed sign-in at INFO; lockouts come at WARNING.
+        "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }
 

@@ -25,6 +25,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
 from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
 
+from brain.client_ip import client_ip
 from grants.audit import audit_record
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import RateLimited, hit
@@ -94,7 +95,7 @@ class RegistrationView(DynamicClientRegistrationView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            hit(principal_key=f"ip:{request.META.get('REMOTE_ADDR', '')}", rate_class="register")
+            hit(principal_key=f"ip:{client_ip(request)}", rate_class="register")
         except RateLimited as limited:
             throttled = JsonResponse(
                 {"error": "rate_limited", "error_description": "Too many registrations; try again shortly."},

@@ -32,7 +32,10 @@ class DemoSeedTests(TestCase):
 
     def test_demo_admin_can_sign_in_to_the_admin(self) -> None:
         call_command("demo_seed", stdout=io.StringIO())
-        assert self.client.login(username="admin", password="demo-password-for-tests")
+        signed_in = self.client.post(
+            "/admin/login/?next=/admin/", {"username": "admin", "password": "demo-password-for-tests"}
+        )
+        assert signed_in.status_code == 302
         response = self.client.get("/admin/")
         assert response.status_code == 200
         assert "Grants" in response.content.decode()

@@ -1,0 +1,81 @@
+"""Sign-in throttling (django-axes): repeated failures pause one username from one address."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.test import TestCase, override_settings
+
+from grants.principals import SYSTEM
+from grants.services import member_create
+
+PASSWORD = "a-long-enough-password"
+
+
+class SignInThrottleTests(TestCase):
+    def setUp(self) -> None:
+        member = member_create(actor=SYSTEM, username="alice")
+        user = get_user_model().objects.get(pk=member.user_id)
+        user.set_password(PASSWORD)
+        user.save()
+
+    def sign_in(self, password: str, address: str = "203.0.113.7", username: str = "alice", **headers: Any):
+        return self.client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=address, **headers)
+
+    def test_ten_failures_pause_that_user_from_that_address_even_with_the_right_password(self) -> None:
+        for _ in range(9):
+            assert self.sign_in("wrong").status_code == 200  # the form again, with its error
+        paused = self.sign_in("wrong")
+        assert paused.status_code == 429
+        assert "paused for 15 minutes" in " ".join(paused.content.decode().split())
+        assert self.sign_in(PASSWORD).status_code == 429
+        assert "_auth_user_id" not in self.client.session
+
+        # Elsewhere, the same person still signs in: nobody can lock a colleague out.
+        assert self.sign_in(PASSWORD, address="198.51.100.20").status_code == 302
+
+    def test_a_success_clears_the_count(self) -> None:
+        for _ in range(9):
+            self.sign_in("wrong")
+        assert self.sign_in(PASSWORD).status_code == 302
+        self.client.logout()
+        for _ in range(9):
+            assert self.sign_in("wrong").status_code == 200
+
+    def test_the_admin_sign_in_is_throttled_too(self) -> None:
+        for _ in range(10):
+            self.client.post("/admin/login/", {"username": "alice", "password": "wrong"}, REMOTE_ADDR="203.0.113.9")
+        response = self.client.post(
+            "/admin/login/", {"username": "alice", "password": PASSWORD}, REMOTE_ADDR="203.0.113.9"
+        )
+        assert response.status_code == 429
+
+    @override_settings(BRAIN_TRUSTED_PROXY_COUNT=1)
+    def test_behind_a_trusted_proxy_the_forwarded_client_address_counts(self) -> None:
+        proxy = "10.0.0.2"
+        for _ in range(10):
+            self.sign_in("wrong", address=proxy, HTTP_X_FORWARDED_FOR="203.0.113.50")
+        assert self.sign_in(PASSWORD, address=proxy, HTTP_X_FORWARDED_FOR="203.0.113.50").status_code == 429
+        # Another client behind the same proxy is not paused.
+        assert self.sign_in(PASSWORD, address=proxy, HTTP_X_FORWARDED_FOR="198.51.100.9").status_code == 302
+
+
+class ClientAddressTests(TestCase):
+    def address(self, forwarded: str | None, proxies: int) -> str:
+        from django.test import RequestFactory
+
+        from brain.client_ip import client_ip
+
+        headers: dict[str, Any] = {"HTTP_X_FORWARDED_FOR": forwarded} if forwarded is not None else {}
+        with override_settings(BRAIN_TRUSTED_PROXY_COUNT=proxies):
+            return client_ip(RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", **headers))
+
+    def test_the_forwarded_header_is_read_only_as_far_as_trusted_proxies_wrote_it(self) -> None:
+        assert self.address("203.0.113.5", proxies=0) == "10.0.0.2"  # no proxy trusted: the peer
+        assert self.address("203.0.113.5", proxies=1) == "203.0.113.5"
+        assert self.address("6.6.6.6, 203.0.113.5", proxies=1) == "203.0.113.5"  # a claim is ignored
+        assert self.address("6.6.6.6, 203.0.113.5, 10.0.0.1", proxies=2) == "203.0.113.5"
+        assert self.address("203.0.113.5", proxies=2) == "10.0.0.2"  # fewer entries than proxies
+        assert self.address("not-an-address", proxies=1) == "10.0.0.2"
+        assert self.address(None, proxies=1) == "10.0.0.2"
