@@ -94,6 +94,7 @@ MIDDLEWARE = [
     # First: every response, including Django's own 400 for a disallowed host, gets an id.
     "brain.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "brain.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
