@@ -36,7 +36,6 @@ from memory.services import AUTO_LINK, DUPLICATE_FLAG, DUPLICATE_TAG, apply_dupl
 logger = logging.getLogger(__name__)
 
 VERDICTS = ("merge", "replace", "contradiction", "keep_both")
-REWRITES = ("merge", "replace")
 # One call, a short JSON answer: the budget is a cap, not an expectation.
 VERDICT_TOKENS = 800
 
