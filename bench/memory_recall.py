@@ -59,6 +59,8 @@ def build(size: int, rng: random.Random) -> tuple[Any, list[str]]:
     centres = embeddings.embed(centre_texts)
     evaluation_ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in PAIRS]
     generator = np.random.default_rng(11)
+    # Synthetic vectors stand in for the current model's: recall compares only those.
+    model = embeddings.model_id()
     now = time.time()
     raw = connection.connection
     columns = (
@@ -75,7 +77,7 @@ def build(size: int, rng: random.Random) -> tuple[Any, list[str]]:
         recalls = min(20, int(rng.expovariate(1.0))) if rng.random() < 0.3 else 0
         return (memory_id, author, workspace, text, "{}", "", status, rng.randint(1, 5),
                 rng.choice(["episodic", "semantic"]), volatility, recalls,
-                0, 0, literal, "synthetic", text, "", stamp, stamp)  # fmt: skip
+                0, 0, literal, model, text, "", stamp, stamp)  # fmt: skip
 
     with raw.cursor() as cursor, cursor.copy(f"COPY memory_memory ({columns}) FROM STDIN") as copy:
         for memory_id, (text, _), vector in zip(evaluation_ids, PAIRS, evaluation, strict=True):

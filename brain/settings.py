@@ -183,6 +183,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "builds-sweep": {"task": "builds.jobs_sweep", "schedule": 60.0},
     # Memories captured while the embedder was down get their vectors here.
     "memory-backfill": {"task": "memory.backfill_embeddings", "schedule": 300.0},
+    # Document chunks likewise (and, after a model change, both get the new model's vectors).
+    "ingest-backfill": {"task": "ingest.backfill_embeddings", "schedule": 300.0},
     # Extractions queued or leased by a worker that died get re-enqueued.
     "ingest-sweep": {"task": "ingest.sweep", "schedule": 60.0},
     "answers-sweep": {"task": "answers.sweep", "schedule": 60.0},

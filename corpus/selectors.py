@@ -202,6 +202,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     from pgvector.django import CosineDistance
 
     from brain import embeddings
+    from brain.vectors import current_model_q
     from corpus.models import SourceChunk
     from corpus.search import query_embedding
 
@@ -224,7 +225,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
         embedding = None
     if embedding is not None:
         nearest = (
-            SourceChunk.objects.filter(source__in=visible.values("pk"), embedding__isnull=False)
+            SourceChunk.objects.filter(current_model_q(), source__in=visible.values("pk"))
             .annotate(distance=CosineDistance("embedding", embedding))
             .filter(distance__lte=1 - SOURCE_MIN_SIMILARITY)
             .order_by("distance")

@@ -24,3 +24,15 @@ def extractions_sweep_task() -> None:
     count = extractions_sweep()
     if count:
         logger.info("ingest sweep re-enqueued %d extraction(s)", count)
+
+
+@shared_task(name="ingest.backfill_embeddings", ignore_result=True)
+def source_chunks_backfill_task() -> None:
+    """Every few minutes: embed document chunks stored while the embedder was down, or
+    embedded by a model no longer configured."""
+    from brain.vectors import refresh_stale_vectors
+    from corpus.models import SourceChunk
+
+    written = refresh_stale_vectors(SourceChunk, text_field="text")
+    if written:
+        logger.info("ingest backfill embedded %d document chunks", written)

@@ -35,6 +35,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from brain import embeddings
+from brain.vectors import current_model_q
 from corpus.lexical import normalise
 from corpus.search import query_embedding, tsquery_sql
 from grants.models import Member
@@ -212,7 +213,7 @@ def memory_recall(
         response.degraded = True
     with transaction.atomic():
         if vector is not None:
-            candidates = base.filter(embedding__isnull=False)
+            candidates = base.filter(current_model_q())
             # Exact distances while the caller's memories are few enough to scan (a brain's
             # shared layer plus their own): HNSW treats a topic with few memories as a small
             # island in its graph, and at 50k memories even ef_search 400 found the right one

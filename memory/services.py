@@ -22,6 +22,7 @@ from pgvector.django import CosineDistance
 
 from brain import bearer, embeddings
 from brain.jobs import enqueue_on_commit
+from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
 from corpus.scanner import require_clean
 from grants.models import Member
@@ -145,7 +146,7 @@ def nearest(
     """The closest live memories in ``workspace`` that ``actor`` can see, with cosine similarity."""
     candidates = (
         Memory.objects.visible_to(actor)
-        .filter(workspace=workspace, embedding__isnull=False)
+        .filter(current_model_q(), workspace=workspace)
         .exclude(status=Status.DEPRECATED)
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance")
@@ -459,21 +460,10 @@ def memory_unlink(*, actor: Member, from_id: Any, to_id: Any, type: str | None =
         return removed
 
 
-def memory_backfill_embeddings(*, limit: int = 200) -> int:
-    """Embed memories stored while the embedder was down; returns how many were filled."""
-    pending = list(Memory.objects.filter(embedding__isnull=True).order_by("created_at")[:limit])
-    if not pending:
-        return 0
-    try:
-        vectors = embeddings.embed([duplicate_text(memory.content) for memory in pending])
-    except embeddings.EmbeddingError:
-        return 0
-    model = embeddings.model_id()
-    for memory, vector in zip(pending, vectors, strict=True):
-        Memory.objects.filter(pk=memory.pk, embedding__isnull=True).update(
-            embedding=[float(v) for v in vector], embedding_model=model
-        )
-    return len(pending)
+def memory_backfill_embeddings(*, seconds: float = 120.0) -> int:
+    """Embed memories stored while the embedder was down, or embedded by a model no longer
+    configured (recall ignores those until then); returns how many were written."""
+    return refresh_stale_vectors(Memory, text_field="content", embed_input=duplicate_text, seconds=seconds)
 
 
 # --------------------------------------------------------------------------- personal API tokens

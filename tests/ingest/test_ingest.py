@@ -236,6 +236,27 @@ class IngestTests(TestCase):
         assert found == [extraction.document.source.key]
         assert SourceChunk.objects.filter(embedding__isnull=True).count() == 1
 
+        # Once the embedder is back, the periodic task fills the vectors: found by meaning.
+        from ingest.tasks import source_chunks_backfill_task
+
+        source_chunks_backfill_task()
+        assert SourceChunk.objects.filter(embedding__isnull=True).count() == 0
+        found = [s.key for s in source_search(principal=self.alice, query="subscription renewal statistics by quarter")]
+        assert found == [extraction.document.source.key]
+
+    def test_vectors_of_a_former_model_are_ignored_until_re_embedded(self) -> None:
+        from corpus.models import SourceChunk
+        from ingest.tasks import source_chunks_backfill_task
+
+        text = "# Office hours\n\nThe Tokyo office opens at nine in the morning and closes at six.\n"
+        key = self.ingest("tokyo.md", text.encode()).document.source.key
+        SourceChunk.objects.update(embedding_model="a-former-model")
+        question = "what time does the Japan team start work"
+        assert source_search(principal=self.alice, query=question) == []  # no words in common, no usable vector
+        source_chunks_backfill_task()
+        assert set(SourceChunk.objects.values_list("embedding_model", flat=True)) == {embeddings_model_id()}
+        assert [s.key for s in source_search(principal=self.alice, query=question)] == [key]
+
     def test_the_command_ingests_with_a_progress_bar_and_reports_failures(self) -> None:
         import tempfile
         from pathlib import Path
@@ -259,6 +280,12 @@ class IngestTests(TestCase):
         from django.conf import settings
 
         return dict(settings.BRAIN_INGEST_LIMITS)
+
+
+def embeddings_model_id() -> str:
+    from brain import embeddings
+
+    return embeddings.model_id()
 
 
 class IngestWebTests(TestCase):

@@ -208,6 +208,17 @@ class CaptureTests(MemoryTestCase):
         with pytest.raises(MemoryInvalid, match="verdict"):
             apply_duplicate_verdict(actor=self.alice, new=survivor, old=plain, verdict="maybe")
 
+    def test_vectors_of_a_former_model_are_ignored_until_re_embedded(self) -> None:
+        memory = self.remember("Backups are restored monthly as a drill.")
+        Memory.objects.filter(pk=memory.pk).update(embedding_model="a-former-model")
+        question = "how often do we practise recovering data"
+        dense = memory_recall(actor=self.alice, query=question)
+        assert all(item.similarity is None for item in dense.results)  # compared with nothing stale
+        assert memory_backfill_embeddings() == 1
+        recalled = memory_recall(actor=self.alice, query=question).results
+        assert recalled[0].memory.pk == memory.pk
+        assert recalled[0].similarity is not None
+
     def test_captures_work_with_the_embedder_down_and_vectors_are_back_filled(self) -> None:
         with mock.patch.object(embeddings, "embed", side_effect=embedder_down):
             memory = self.remember("Backups are restored monthly as a drill.")
