@@ -303,7 +303,7 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
     """Settle a flagged near-duplicate with a model's verdict: ``merge``, ``replace``,
     ``contradiction`` or ``keep_both``. Returns the memory that carries the content on.
 
-    The seam for the model gateway (no model: nothing calls this, flags stay flags).
+    Called by ``memory.verdicts`` with a model's verdict (without a model, flags stay flags).
     A protected memory — canonical, or importance ≥ 4 — is never overwritten: ``merge`` and
     ``replace`` against it keep both instead. ``merge`` appends the new text to the old one
     and forgets the new row; ``replace`` puts the new text in the old row (its id, links and
