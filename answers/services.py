@@ -26,7 +26,7 @@ from django.utils.text import slugify
 
 from answers.models import Question
 from brain import bearer, llm
-from brain.jobs import enqueue_on_commit, queue_idle
+from brain.jobs import enqueue_on_commit, resend_lost
 from corpus.models import Page
 from corpus.scanner import require_clean
 from corpus.search import SearchError, search
@@ -259,13 +259,12 @@ def questions_sweep() -> int:
     from answers.tasks import question_run_task
 
     now = timezone.now()
-    lost = Q(status=Question.Status.RUNNING, lease_until__lt=now)
-    if queue_idle():
-        lost |= Q(status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1))
-    stale = list(Question.objects.filter(lost).values_list("pk", flat=True))
-    for question_id in stale:
-        question_run_task.delay(question_id)
-    return len(stale)
+    return resend_lost(
+        question_run_task,
+        Question.objects.all(),
+        died=Q(status=Question.Status.RUNNING, lease_until__lt=now),
+        never_started=Q(status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1)),
+    )
 
 
 # --------------------------------------------------------------------------- question credentials

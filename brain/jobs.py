@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 logger = logging.getLogger(__name__)
 
@@ -50,3 +51,18 @@ def queue_idle() -> bool:
     except Exception as exc:
         logger.warning("could not read the queue length (%s)", type(exc).__name__)
         return False
+
+
+def resend_lost(task: Any, rows: Any, *, never_started: Q, died: Q | None = None) -> int:
+    """The sweep rule, for every kind of job: send ``task.delay(pk)`` again for each of
+    ``rows`` (a queryset) whose worker died (``died``: at once) or that never started
+    (``never_started``: only when the queue is idle). Returns how many were sent."""
+    lost = died
+    if queue_idle():
+        lost = never_started if lost is None else lost | never_started
+    if lost is None:
+        return 0
+    ids = list(rows.filter(lost).values_list("pk", flat=True))
+    for pk in ids:
+        task.delay(pk)
+    return len(ids)

@@ -31,7 +31,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from brain.jobs import enqueue_on_commit, queue_idle
+from brain.jobs import enqueue_on_commit, resend_lost
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -322,18 +322,12 @@ def jobs_sweep() -> int:
     idle, those waiting for a step message that never arrived; returns how many."""
     from builds.tasks import build_job_step_task
 
-    now = timezone.now()
-    lost = Q(lease_expires_at__lt=now)
-    if queue_idle():
-        lost |= Q(lease_expires_at__isnull=True)
-    stale = list(
-        BuildJob.objects.filter(state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING])
-        .filter(lost)
-        .values_list("pk", flat=True)
+    return resend_lost(
+        build_job_step_task,
+        BuildJob.objects.filter(state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING]),
+        died=Q(lease_expires_at__lt=timezone.now()),
+        never_started=Q(lease_expires_at__isnull=True),
     )
-    for job_id in stale:
-        build_job_step_task.delay(job_id)
-    return len(stale)
 
 
 def job_progress(build: Build) -> tuple[int, int]:

@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain import embeddings
-from brain.jobs import enqueue_on_commit, queue_idle
+from brain.jobs import enqueue_on_commit, resend_lost
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
 from corpus.scanner import mask
@@ -197,10 +197,9 @@ def extractions_sweep() -> int:
     from ingest.tasks import extraction_run_task
 
     now = timezone.now()
-    lost = Q(status=Extraction.Status.RUNNING, lease_until__lt=now)
-    if queue_idle():
-        lost |= Q(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2))
-    stale = list(Extraction.objects.filter(lost).values_list("pk", flat=True))
-    for extraction_id in stale:
-        extraction_run_task.delay(extraction_id)
-    return len(stale)
+    return resend_lost(
+        extraction_run_task,
+        Extraction.objects.all(),
+        died=Q(status=Extraction.Status.RUNNING, lease_until__lt=now),
+        never_started=Q(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2)),
+    )

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
@@ -31,7 +32,7 @@ from slack_sdk.signature import SignatureVerifier
 from answers.models import Question
 from answers.services import question_ask, question_run
 from brain.errors import json_error
-from brain.jobs import enqueue_on_commit, queue_idle
+from brain.jobs import enqueue_on_commit, resend_lost
 from corpus.search import SearchError, search
 from grants.audit import audit_record
 from grants.models import Member
@@ -170,16 +171,14 @@ def slack_deliveries_sweep() -> int:
     a minute ago and within Slack's 30 minutes for a response URL, when the queue is idle."""
     from integrations.tasks import slack_answer_task
 
-    if not queue_idle():
-        return 0
     now = timezone.now()
-    stale = list(
-        SlackDelivery.objects.filter(
-            delivered_at__isnull=True,
+    # No lease: a delivery being answered is re-sent only if the queue is idle, and then
+    # its task finds it delivered or pending.
+    return resend_lost(
+        slack_answer_task,
+        SlackDelivery.objects.filter(delivered_at__isnull=True),
+        never_started=Q(
             question__created_at__lt=now - dt.timedelta(minutes=1),
             question__created_at__gt=now - RESPONSE_URL_LIFETIME,
-        ).values_list("pk", flat=True)
+        ),
     )
-    for delivery_id in stale:
-        slack_answer_task.delay(delivery_id)
-    return len(stale)

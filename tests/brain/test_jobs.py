@@ -61,9 +61,9 @@ class SweepRuleTests(TestCase):
     def test_a_waiting_job_is_re_sent_only_when_the_queue_is_idle(self) -> None:
         question = self.waiting_question()
         with mock.patch.object(answer_tasks.question_run_task, "delay") as delay:
-            with mock.patch("answers.services.queue_idle", return_value=False):
+            with mock.patch("brain.jobs.queue_idle", return_value=False):
                 assert questions_sweep() == 0  # its message may still be ahead in the queue
-            with mock.patch("answers.services.queue_idle", return_value=True):
+            with mock.patch("brain.jobs.queue_idle", return_value=True):
                 assert questions_sweep() == 1  # nothing queued: the message was lost
         delay.assert_called_once_with(question.pk)
 
@@ -74,7 +74,7 @@ class SweepRuleTests(TestCase):
         )
         with (
             mock.patch.object(answer_tasks.question_run_task, "delay") as delay,
-            mock.patch("answers.services.queue_idle", return_value=False),
+            mock.patch("brain.jobs.queue_idle", return_value=False),
         ):
             assert questions_sweep() == 1
         delay.assert_called_once_with(question.pk)

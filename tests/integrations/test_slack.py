@@ -191,8 +191,8 @@ class SlackDeliveryRetryTests(BrainTestCase):
         self.delivery(asked_minutes_ago=45)  # past the response URL's 30 minutes
         SlackDelivery.objects.filter(pk=self.delivery(asked_minutes_ago=5).pk).update(delivered_at=timezone.now())
         with mock.patch.object(tasks.slack_answer_task, "delay") as delay:
-            with mock.patch("integrations.slack.queue_idle", return_value=False):
+            with mock.patch("brain.jobs.queue_idle", return_value=False):
                 assert slack_deliveries_sweep() == 0
-            with mock.patch("integrations.slack.queue_idle", return_value=True):
+            with mock.patch("brain.jobs.queue_idle", return_value=True):
                 assert slack_deliveries_sweep() == 1
         delay.assert_called_once_with(lost.pk)
