@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -50,13 +51,63 @@ class AdministratorOnly:
 
 
 class MemberForm(forms.ModelForm):
-    username = forms.CharField(max_length=150, required=False, help_text="Only when adding a member.")
+    """Add or change a member; on add, the login is validated here so a bad submit is a form error.
+
+    The service (``member_create``) checks the same rules again inside its transaction; the form
+    exists so that a person sees every problem at once beside the field, never a server error.
+    """
+
+    username = forms.CharField(
+        max_length=150,
+        required=False,
+        help_text="Only when adding a member. Letters, digits and @/./+/-/_ only.",
+    )
     email = forms.EmailField(required=False)
-    password = forms.CharField(widget=forms.PasswordInput, required=False, help_text="Only when adding a member.")
+    password = forms.CharField(
+        widget=forms.PasswordInput,
+        required=False,
+        strip=False,
+        help_text="Only when adding a member. Leave blank to set no password (they cannot sign in yet).",
+    )
 
     class Meta:
         model = Member
         fields = ["role", "is_active", "slack_user_id"]
+
+    def clean_username(self) -> str:
+        username = str(self.cleaned_data.get("username") or "").strip()
+        if self.instance.pk is not None:
+            return username
+        if not username:
+            raise ValidationError("A username is required to add a member.")
+        User = get_user_model()
+        field = User._meta.get_field(User.USERNAME_FIELD)
+        for validator in field.validators:
+            validator(username)
+        if User.objects.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
+            raise ValidationError(f"A user named {username!r} already exists.")
+        return username
+
+    def clean_slack_user_id(self) -> str | None:
+        slack_user_id = str(self.cleaned_data.get("slack_user_id") or "").strip() or None
+        if slack_user_id and Member.objects.filter(slack_user_id=slack_user_id).exclude(pk=self.instance.pk).exists():
+            raise ValidationError("Another member is already linked to this Slack user id.")
+        return slack_user_id
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        password = cleaned.get("password")
+        if self.instance.pk is None and password and cleaned.get("username"):
+            User = get_user_model()
+            candidate = User(**{User.USERNAME_FIELD: cleaned["username"]}, email=cleaned.get("email") or "")
+            try:
+                password_validation.validate_password(password, user=candidate)
+            except ValidationError as error:
+                self.add_error("password", error)
+        return cleaned
+
+    def validate_unique(self) -> None:
+        """Uniqueness is checked above with messages of our own (the model form's would name the user row)."""
 
 
 @admin.register(Member)
@@ -84,16 +135,21 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
                 is_active=data["is_active"],
                 slack_user_id=data.get("slack_user_id"),
             )
-        else:
-            created = services.member_create(
-                actor=admin_actor(request),
-                username=data["username"],
-                email=data.get("email") or "",
-                role=data["role"],
-                password=data.get("password") or None,
-                slack_user_id=data.get("slack_user_id"),
-            )
-            obj.pk = created.pk
+            return
+        created = services.member_create(
+            actor=admin_actor(request),
+            username=data["username"],
+            email=data.get("email") or "",
+            role=data["role"],
+            password=data.get("password") or None,
+            slack_user_id=data.get("slack_user_id"),
+        )
+        # The admin goes on with ``obj`` (log entry, redirect): make it the row the service created.
+        obj.pk = created.pk
+        obj.user = created.user
+        obj.is_active = created.is_active
+        obj.created_at = created.created_at
+        obj._state.adding = False
 
 
 class GroupForm(forms.ModelForm):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 
 from corpus.models import Chunk, Page, Revision, Source
-from grants.models import AuditEvent, Grant
+from grants.models import AuditEvent, Grant, Member
+from grants.principals import SYSTEM
+from grants.services import member_update
 from tests.base import BrainTestCase
 
 
@@ -47,3 +51,68 @@ class AdminTests(BrainTestCase):
         response = self.client.get("/admin/grants/auditevent/")
         assert response.status_code == 200
         assert self.client.get("/admin/grants/auditevent/add/").status_code == 403
+
+
+class MemberAddTests(BrainTestCase):
+    """Adding a member in the admin: every submit answers a page, never a server error."""
+
+    ADD_URL = "/admin/grants/member/add/"
+
+    def setUp(self) -> None:
+        self.client.force_login(self.charlie.user)
+
+    def post(self, **fields: str) -> Any:
+        data = {"username": "", "email": "", "password": "", "role": "member", "slack_user_id": ""}
+        data.update(fields)
+        return self.client.post(self.ADD_URL, data)
+
+    def test_the_add_form_renders(self) -> None:
+        assert self.client.get(self.ADD_URL).status_code == 200
+
+    def test_blank_username_is_a_form_error(self) -> None:
+        response = self.post()
+        assert response.status_code == 200
+        assert "A username is required" in response.content.decode()
+        assert not AuditEvent.objects.filter(action="member.create", actor_label="charlie").exists()
+
+    def test_taken_username_is_a_form_error(self) -> None:
+        response = self.post(username="bob")
+        assert response.status_code == 200
+        assert "already exists" in response.content.decode()
+
+    def test_malformed_username_and_email_are_form_errors(self) -> None:
+        response = self.post(username="no spaces allowed", email="not-an-email")
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "Enter a valid username" in body
+        assert "Enter a valid email address" in body
+
+    def test_weak_password_is_a_form_error(self) -> None:
+        response = self.post(username="dora", password="dora")
+        assert response.status_code == 200
+        assert "too similar" in response.content.decode() or "too short" in response.content.decode()
+        assert not Member.objects.filter(user__username="dora").exists()
+
+    def test_taken_slack_id_is_a_form_error(self) -> None:
+        member_update(actor=SYSTEM, member=self.bob, role="member", is_active=True, slack_user_id="U123")
+        response = self.post(username="dora", slack_user_id="U123")
+        assert response.status_code == 200
+        assert "Slack" in response.content.decode()
+
+    def test_valid_member_is_created_through_the_service_and_audited(self) -> None:
+        response = self.post(username="dora", email="dora@example.org", password="a long passphrase 42", role="admin")
+        assert response.status_code == 302, response.content.decode()[:2000]
+        member = Member.objects.get(user__username="dora")
+        assert member.role == "admin"
+        assert member.user.check_password("a long passphrase 42")
+        assert AuditEvent.objects.filter(action="member.create", target="dora").count() == 1
+        # The change page of the new member opens too.
+        assert self.client.get(f"/admin/grants/member/{member.pk}/change/").status_code == 200
+
+    def test_member_change_keeps_working(self) -> None:
+        response = self.client.post(
+            f"/admin/grants/member/{self.bob.pk}/change/", {"role": "member", "is_active": "", "slack_user_id": ""}
+        )
+        assert response.status_code == 302
+        self.bob.refresh_from_db()
+        assert not self.bob.is_active
