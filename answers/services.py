@@ -27,8 +27,8 @@ from django.utils.text import slugify
 from answers.models import Question
 from brain import bearer, llm
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.text.secrets import refuse
 from corpus.models import Page
-from corpus.scanner import require_clean
 from corpus.search import SearchError, search
 from corpus.selectors import page_read
 from grants.models import Member, ServiceAccount
@@ -205,7 +205,7 @@ def question_ask(*, actor: Member | ServiceAccount, text: str, enqueue: bool = T
         raise ValidationError({"text": "ask a question"})
     if len(clean) > MAX_QUESTION:
         raise ValidationError({"text": f"a question may be at most {MAX_QUESTION} characters"})
-    require_clean(clean, "question")
+    refuse(clean, field="question")
     with transaction.atomic():
         if isinstance(actor, ServiceAccount):
             question = Question.objects.create(service_asker=actor, text=clean)

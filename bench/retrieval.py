@@ -85,8 +85,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def load_corpus(documents: list[dict[str, Any]]) -> tuple[Any, dict[str, str]]:
     """Import the documents as pages under ``eval/``; returns (a reader of them, page path → doc id)."""
+    from brain.text.secrets import mask
     from builds.services import build_import
-    from corpus.scanner import mask
     from grants.principals import SYSTEM
     from grants.services import grant_issue, member_create
 

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from brain.request_context import get_request_id
+from brain.text.secrets import redact
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +24,8 @@ JSON_PREFIXES = ("/api/", "/healthz", "/oauth/", "/.well-known/")
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    """The one error shape of every JSON endpoint."""
-    return {"error": {"code": code, "message": message, "request_id": get_request_id()}}
+    """The one error shape of every JSON endpoint; the message passes the secret detector."""
+    return {"error": {"code": code, "message": redact(message), "request_id": get_request_id()}}
 
 
 def json_error(code: str, message: str, status: int) -> JsonResponse:
@@ -44,7 +45,7 @@ def _respond(request: HttpRequest, status: int, code: str, message: str) -> Http
     return render(
         request,
         "error.html",
-        {"status": status, "message": message, "request_id": get_request_id()},
+        {"status": status, "message": redact(message), "request_id": get_request_id()},
         status=status,
     )
 

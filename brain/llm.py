@@ -18,7 +18,7 @@ from typing import Any
 import requests
 from django.conf import settings
 
-from corpus.scanner import mask
+from brain.text.secrets import mask
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _masked(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in messages:
         copy = dict(message)
         if isinstance(copy.get("content"), str):
-            copy["content"] = mask(copy["content"], across_lines=True)[0]
+            copy["content"] = mask(copy["content"])[0]
         out.append(copy)
     return out
 

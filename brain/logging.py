@@ -8,6 +8,7 @@ from typing import Any
 from pythonjsonlogger.json import JsonFormatter as _BaseJsonFormatter
 
 from brain.request_context import get_request_id
+from brain.text.secrets import redact
 
 
 class RequestIdFilter(logging.Filter):
@@ -16,6 +17,35 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not getattr(record, "request_id", None):
             record.request_id = get_request_id()
+        return True
+
+
+class SecretRedactingFilter(logging.Filter):
+    """Mask every secret in a record before any handler writes it.
+
+    The message is formatted once (``msg % args``), exception text included, and passed
+    through ``brain.text.secrets.redact``, which also reads URL escapes — so a card number
+    in a query string (``/search?q=4111+1111…``) or a page path never reaches a log line.
+    Attached to every handler we configure: Django's console handler, gunicorn's error and
+    access logs (``brain.gunicorn_logging``) and Celery's worker and task logs.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "_secrets_redacted", False):
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed format string: log what we can, safely
+            message = f"{record.msg!r} {record.args!r}"
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        record._secrets_redacted = True
         return True
 
 

@@ -385,13 +385,16 @@ LOG_LEVEL = env_choice("BRAIN_LOG_LEVEL", ("DEBUG", "INFO", "WARNING", "ERROR"),
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "brain.logging.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "brain.logging.RequestIdFilter"},
+        "redact_secrets": {"()": "brain.logging.SecretRedactingFilter"},
+    },
     "formatters": {"json": {"()": "brain.logging.JsonFormatter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "json",
-            "filters": ["request_id"],
+            "filters": ["request_id", "redact_secrets"],
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

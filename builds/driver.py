@@ -32,6 +32,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.text.secrets import NulRefused, SecretRefused
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -43,7 +44,6 @@ from builds.services import (
 )
 from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageInvalid, Problem
-from corpus.scanner import NulRefused, SecretRefused
 from corpus.services import page_validate, store_chunks
 from grants.models import Member
 from grants.principals import Principal, SystemPrincipal

@@ -21,13 +21,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, refuse_all
 from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, Promotion, Review
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
 from corpus.models import Page
 from corpus.paths import validate_page_path
-from corpus.scanner import NulRefused, SecretRefused
 from corpus.services import (
     ChunkStats,
     drafts_publish,
@@ -87,6 +87,7 @@ def build_open(*, actor: Principal, title: str, purpose: str = "", kind: str = B
     """Open a build requested by ``actor`` (a member, or SYSTEM for operator imports)."""
     if not title.strip():
         raise ValidationError({"title": "a build needs a title"})
+    refuse_all([("build title", title), ("build purpose", purpose)])
     if kind not in Build.Kind.values:
         raise ValidationError({"kind": f"kind must be one of {', '.join(Build.Kind.values)}"})
     if not isinstance(actor, Member | SystemPrincipal):
@@ -219,6 +220,7 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
     ``new_path`` is validated, never repaired; it must not be a live page. The requester
     needs ``suggest`` on both paths.
     """
+    refuse(new_path, field="new_path")
     with transaction.atomic():
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
@@ -338,6 +340,7 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
     the same list the review page shows. If any page fails while being promoted, every
     page stays as it was. Revokes the build's credentials.
     """
+    refuse(note, field="review note")
     with transaction.atomic():
         locked = _lock(build)
         blockers = build_promotion_blockers(build=locked, approver=actor)
@@ -385,6 +388,7 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
 
 def build_reject(*, actor: Member, build: Build, note: str = "") -> Build:
     """Awaiting review → rejected, by a member holding approve on at least one of its pages."""
+    refuse(note, field="review note")
     with transaction.atomic():
         locked = _lock(build)
         if locked.status != Build.Status.AWAITING_REVIEW:
@@ -469,7 +473,7 @@ def validate_import_files(
     reports: list[ImportFileReport] = []
     seen: set[str] = set()
     for path, markdown in files:
-        report = ImportFileReport(path=path)
+        report = ImportFileReport(path=mask(path)[0])  # the path itself may be what is refused
         if path in seen:
             report.problems.append(Problem("path", "appears twice in the import"))
         seen.add(path)
@@ -478,7 +482,7 @@ def validate_import_files(
         except PageInvalid as invalid:
             report.problems.extend(invalid.problems)
         except (SecretRefused, NulRefused) as refusal:
-            report.problems.append(Problem("content", str(refusal)))
+            report.problems.append(Problem(refusal.field, str(refusal)))
         else:
             existing = Page.objects.filter(path=path).first()
             if not may_write(requester, document, existing, Permission.SUGGEST):

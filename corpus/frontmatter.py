@@ -98,6 +98,30 @@ def validate_source_id(source_id: object) -> str:
     return source_id
 
 
+_FRONTMATTER_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:")
+
+
+def markdown_field_at(markdown: str, line: int) -> str:
+    """The field a line of a page file belongs to: ``frontmatter <key>`` or ``body``.
+
+    Used to name the field of a refusal ("frontmatter title, line 4"); reads the lines
+    only, so it also works on a page whose YAML would not parse.
+    """
+    lines = markdown.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return "body"
+    key = "frontmatter"
+    for number, text in enumerate(lines[1:], start=2):
+        if text.strip() in ("---", "..."):
+            return key if line < number else "body"
+        match = _FRONTMATTER_KEY.match(text)
+        if match:
+            key = f"frontmatter {match.group(1)}"
+        if number == line:
+            return key
+    return key
+
+
 def parse_page(path: str, markdown: str) -> PageDocument:
     """Parse and validate everything that needs no database. Raises ``PageInvalid``."""
     problems: list[Problem] = []

@@ -7,7 +7,9 @@ are refused). Relative links to other ``.md`` pages are rewritten to the reader'
 
 from __future__ import annotations
 
+import html
 import posixpath
+import re
 from typing import Any
 
 from django.urls import reverse
@@ -27,6 +29,19 @@ def _resolve(page_path: str, href: str) -> str | None:
         return None
     url = reverse("corpus:page-detail", kwargs={"path": resolved})
     return f"{url}#{anchor}" if anchor else url
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def rendered_text(body: str, *, page_path: str) -> str:
+    """The text a reader of the rendered page sees: the HTML's text, entities decoded.
+
+    Block elements end a line, inline elements join their neighbours, as a browser shows them.
+    """
+    html_text = render_markdown(body, page_path=page_path)
+    html_text = re.sub(r"</(?:p|li|h[1-6]|td|th|tr|pre|blockquote)>|<br\s*/?>", "\n", html_text)
+    return html.unescape(_TAG.sub("", html_text))
 
 
 def render_markdown(body: str, *, page_path: str) -> str:

@@ -33,12 +33,21 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import embeddings
+from brain.text.secrets import SecretRefused, mask, refuse, refuse_all
 from corpus import lexical
 from corpus.chunking import ChunkText, chunk_markdown
-from corpus.frontmatter import PageDocument, PageInvalid, Problem, check_references, parse_page, validate_source_id
+from corpus.frontmatter import (
+    PageDocument,
+    PageInvalid,
+    Problem,
+    check_references,
+    markdown_field_at,
+    parse_page,
+    validate_source_id,
+)
 from corpus.models import Chunk, Figure, Page, PageLink, Revision, RevisionChunk, Source
 from corpus.paths import PathError, validate_category, validate_page_path
-from corpus.scanner import SecretRefused, require_clean
+from corpus.rendering import rendered_text
 from grants.audit import audit_record
 from grants.models import Member, Permission, Sensitivity
 from grants.predicates import effective_permission
@@ -64,21 +73,54 @@ class ChunkStats:
 # --------------------------------------------------------------------------- guards
 
 
-def _refuse_secrets(*, actor: Principal | None, text: str, where: str, target: str) -> None:
-    """NUL and secret check; a refusal is audited (category only) and re-raised."""
+def _audit_refusal(actor: Principal | None, refusal: SecretRefused, target: str) -> None:
+    """Record a secret refusal: the field, categories and lines, never the value.
+
+    The target is masked too, because a path or key can itself be the secret.
+    """
+    safe_target = mask(target)[0]
+    audit_record(
+        actor=actor,
+        action="content.refused",
+        target_type=refusal.field[:32],
+        target=safe_target,
+        metadata={"field": refusal.field, "categories": refusal.categories, "lines": refusal.lines},
+    )
+    logger.warning(
+        "content refused: %s of %s (categories: %s)", refusal.field, safe_target, ",".join(refusal.categories)
+    )
+
+
+def _refuse_secrets(*, actor: Principal | None, fields: Iterable[tuple[str, str | None]], target: str) -> None:
+    """NUL and secret check of each ``(field, text)``; a secret refusal is audited and re-raised."""
     try:
-        require_clean(text, where)
+        refuse_all(fields)
     except SecretRefused as refusal:
-        # The audit row and the log line name categories and lines, never the value.
-        audit_record(
-            actor=actor,
-            action="content.refused",
-            target_type=where,
-            target=target,
-            metadata={"categories": refusal.categories, "lines": sorted({f.line for f in refusal.findings})},
-        )
-        logger.warning("content refused: %s in %s (categories: %s)", where, target, ",".join(refusal.categories))
+        _audit_refusal(actor, refusal, target)
         raise
+
+
+def _refuse_page(*, actor: Principal | None, path: str, markdown: str) -> None:
+    """The path, then the file; a refusal in the file names its frontmatter key or ``body``."""
+    _refuse_secrets(actor=actor, fields=[("path", path)], target=path)
+    if "\x00" in markdown:
+        return  # parse_page lists it with the page's other problems
+    try:
+        refuse(markdown, field="page")
+    except SecretRefused as refusal:
+        named = SecretRefused(refusal.findings, markdown_field_at(markdown, refusal.findings[0].line))
+        _audit_refusal(actor, named, path)
+        raise named from None
+
+
+def _refuse_rendered(*, actor: Principal | None, path: str, body: str) -> None:
+    """Scan the page as the reader will see it (rendered HTML, as text).
+
+    The Markdown readings catch entities, markers, invisible characters and wrapped lines;
+    rendering can still join what the source keeps apart (a link's text running into the
+    word after it), so what a reader is shown is scanned too.
+    """
+    _refuse_secrets(actor=actor, fields=[("body (as rendered)", rendered_text(body, page_path=path))], target=path)
 
 
 def _holds(
@@ -153,11 +195,13 @@ def page_validate(*, actor: Principal | None, path: str, markdown: str) -> PageD
 
     Raises ``PageInvalid`` (every problem listed) or ``SecretRefused``/``NulRefused``.
     """
+    # Secrets first: a refusal must win over any problem message that would quote the path.
+    _refuse_page(actor=actor, path=path, markdown=markdown)
     document = parse_page(path, markdown)
     problems = check_references(document, principal=actor)
     if problems:
         raise PageInvalid(problems)
-    _refuse_secrets(actor=actor, text=markdown, where="page", target=path)
+    _refuse_rendered(actor=actor, path=path, body=document.body)
     return document
 
 
@@ -440,9 +484,14 @@ def source_create(
         errors["title"] = "title is required"
     if errors:
         raise ValidationError(errors)
-    clean_tags = _normalise_tags(tags)
-    for where, value in (("source title", title), ("source text", text), ("source uri", uri)):
-        _refuse_secrets(actor=actor, text=value, where=where, target=f"capture:{key}")
+    raw_tags = [str(tag) for tag in tags]
+    clean_tags = _normalise_tags(raw_tags)
+    # Tags are scanned as written: lower-casing would hide a token whose shape is its case.
+    _refuse_secrets(
+        actor=actor,
+        fields=[("key", key), ("title", title), ("text", text), ("uri", uri), *(("tag", tag) for tag in raw_tags)],
+        target=f"capture:{key}",
+    )
     scope_path = f"captures/{key}"
     if not _holds(actor, Permission.SUGGEST, path=scope_path, category=category, sensitivity=tier):
         raise PermissionDenied(f"you hold no suggest permission on {scope_path}")
@@ -475,10 +524,10 @@ def source_tag(*, actor: Principal, key: str, add: Iterable[str] = (), remove: I
     missing one — even if the actor could read it (read alone does not allow tagging,
     and that is reported as ``PermissionDenied``).
     """
-    added = _normalise_tags(add)
+    raw_added = [str(tag) for tag in add]
+    _refuse_secrets(actor=actor, fields=[("tag", tag) for tag in raw_added], target=f"capture:{key}")
+    added = _normalise_tags(raw_added)
     removed = set(_normalise_tags(remove))
-    for tag in added:
-        _refuse_secrets(actor=actor, text=tag, where="source tag", target=f"capture:{key}")
     with transaction.atomic():
         if not Source.objects.visible_to(actor, "read").filter(key=key).exists():
             raise Source.DoesNotExist(f"capture:{key} not found")
@@ -537,7 +586,11 @@ def figure_record(
         errors["unit"] = "unit is at most 32 characters"
     if errors:
         raise ValidationError(errors)
-    _refuse_secrets(actor=actor, text=f"{key} {unit}", where="figure", target=key)
+    _refuse_secrets(
+        actor=actor,
+        fields=[("figure key", key), ("figure unit", unit), ("figure value", str(value)), ("page", page_path)],
+        target=key,
+    )
     with transaction.atomic():
         page = Page.objects.visible_to(actor, "read").get(path=page_path)
         if not Page.objects.visible_to(actor, "suggest").filter(pk=page.pk).exists():

@@ -1,10 +1,15 @@
-"""Writing audit events. Callers pass identifiers and counts, never content or refused values."""
+"""Writing audit events. Callers pass identifiers and counts, never content or refused values.
+
+Defence in depth: the target and every string in the metadata pass the secret detector,
+because an identifier — a page path, a capture key, a tag — can itself be the secret.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from brain.request_context import get_request_id
+from brain.text.secrets import redact
 from grants.models import AuditEvent
 from grants.principals import Principal, actor_fields
 
@@ -25,7 +30,18 @@ def audit_record(
         actor_label=label,
         action=action,
         target_type=target_type,
-        target=target[:300],
+        target=redact(target)[:300],
         request_id=get_request_id(),
-        metadata=metadata or {},
+        metadata=_redacted(metadata or {}),
     )
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string inside it masked."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    return value

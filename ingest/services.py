@@ -26,9 +26,9 @@ from django.utils import timezone
 
 from brain import embeddings
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
-from corpus.scanner import mask
 from corpus.services import source_create
 from grants.audit import audit_record
 from grants.models import Member
@@ -61,6 +61,10 @@ def document_ingest(
     Raises ``ValidationError`` naming the problem (too large, unsupported type, bad key…)
     and ``PermissionDenied`` without ``suggest`` on ``captures/<key>``; nothing is stored then.
     """
+    try:
+        refuse_all([("filename", filename), ("title", title), ("key", key)])
+    except (SecretRefused, NulRefused) as refusal:
+        raise ValidationError({refusal.field: str(refusal)}) from None
     limit = int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"])
     if len(data) > limit:
         raise ValidationError({"file": f"the file is {len(data):,} bytes; the limit is {limit:,}"})
@@ -145,7 +149,7 @@ def extraction_run(extraction_id: int) -> str:
         with default_storage.open(document.storage_name, "rb") as handle:
             data = handle.read()
         converted = convert(document.detected_type, data)
-        text, counts = mask(converted.text, across_lines=True)
+        text, counts = mask(converted.text)
     except ConversionFailed as failure:
         _finish(extraction, started, status=Extraction.Status.FAILED, error=str(failure)[:300])
         logger.warning("extraction %s failed: %s", extraction.pk, failure)

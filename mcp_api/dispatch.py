@@ -19,10 +19,10 @@ from pydantic import ValidationError as ArgsInvalid
 import brain
 from brain.embeddings import EmbeddingError
 from brain.request_context import get_request_id
+from brain.text.secrets import NulRefused, SecretRefused, redact
 from builds.services import PromotionBlocked
 from corpus.frontmatter import PageInvalid
 from corpus.paths import PathError
-from corpus.scanner import NulRefused, SecretRefused
 from corpus.search import SearchError
 from mcp_api import ratelimit
 from mcp_api.tools import Caller, tool_for, tools_for
@@ -43,7 +43,11 @@ INTERNAL_ERROR = -32603
 
 
 def error(message_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": code, "message": message, "data": {"request_id": get_request_id(), **(data or {})}}
+    body: dict[str, Any] = {
+        "code": code,
+        "message": redact(message),
+        "data": {"request_id": get_request_id(), **(data or {})},
+    }
     return {"jsonrpc": "2.0", "id": message_id, "error": body}
 
 

@@ -25,7 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
 from brain.errors import json_error
-from corpus.scanner import NulRefused, SecretRefused
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
 from mcp_api.auth import bearer_token
 from mcp_api.ratelimit import RateLimited, hit

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from brain.text.secrets import refuse
 from corpus.lexical import normalise
 from memory.models import MAX_TAG_LENGTH, MAX_TAGS, Kind, Status, Volatility
 
@@ -41,6 +42,7 @@ def normalise_tags(raw: list[str] | None, content: str = "") -> Tags:
     for tag in [*(raw or []), *_HASHTAG.findall(normalise(content))]:
         if not isinstance(tag, str):
             raise MemoryInvalid("tags must be a list of strings")
+        refuse(tag, field="tag")  # as written: lower-casing would hide a token whose shape is its case
         clean = normalise(tag).strip().lower()
         if not clean:
             continue

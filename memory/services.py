@@ -22,9 +22,9 @@ from pgvector.django import CosineDistance
 
 from brain import bearer, embeddings
 from brain.jobs import enqueue_on_commit
+from brain.text.secrets import refuse
 from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
-from corpus.scanner import require_clean
 from grants.models import Member
 from memory.classify import (
     MemoryInvalid,
@@ -89,7 +89,7 @@ def _clean_content(content: Any, *, where: str = "content") -> str:
         raise MemoryInvalid(f"{where} must be non-empty text")
     if len(content) > MAX_CONTENT:
         raise MemoryInvalid(f"{where} may be at most {MAX_CONTENT} characters")
-    require_clean(content, where)
+    refuse(content, field=where)
     return content.strip()
 
 
@@ -193,7 +193,7 @@ def memory_remember(
         raise MemoryInvalid('volatility must be "durable", "state" or "volatile"')
     if not isinstance(source, str) or len(source) > 200:
         raise MemoryInvalid("source must be text of at most 200 characters")
-    require_clean(source, "source")
+    refuse(source, field="source")
     vector, model = _embed(text)
 
     with transaction.atomic():

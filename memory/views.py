@@ -19,7 +19,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from corpus.scanner import NulRefused, SecretRefused
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
 from grants.principals import principal_for_user
 from memory.classify import MemoryInvalid

@@ -26,6 +26,7 @@ from oauth2_provider.views import AuthorizationView
 from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
 
 from brain.client_ip import client_ip
+from brain.text.secrets import NulRefused, SecretRefused, refuse
 from grants.audit import audit_record
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import RateLimited, hit
@@ -90,6 +91,23 @@ class ConsentView(AuthorizationView):
         return response
 
 
+def _refused_metadata(metadata: dict[str, Any]) -> str | None:
+    """Why registration metadata may not be stored (a secret or NUL in any string), or None.
+
+    Client names and URIs are shown on the consent page and in Connected apps, so they pass
+    the same detector as every other stored text.
+    """
+    for name, value in metadata.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, str):
+                try:
+                    refuse(item, field=str(name)[:64])
+                except (SecretRefused, NulRefused) as refusal:
+                    return str(refusal)
+    return None
+
+
 class RegistrationView(DynamicClientRegistrationView):
     """RFC 7591 registration for MCP clients: authorization code (+ refresh) only."""
 
@@ -108,6 +126,9 @@ class RegistrationView(DynamicClientRegistrationView):
         except (ValueError, UnicodeDecodeError):
             metadata = None
         if isinstance(metadata, dict):
+            refused = _refused_metadata(metadata)
+            if refused is not None:
+                return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
             grant_types = metadata.get("grant_types", ["authorization_code"])
             if isinstance(grant_types, list) and not set(map(str, grant_types)) <= REGISTRABLE_GRANT_TYPES:
                 return JsonResponse(

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from corpus.scanner import BANK_IDENTIFIER, CREDENTIAL, PAYMENT_CARD, SecretRefused, mask, require_clean, scan
+from brain.text.secrets import BANK_IDENTIFIER, CREDENTIAL, PAYMENT_CARD, SecretRefused, find, mask, refuse
 from corpus.services import revision_create, source_create
 from grants.models import AuditEvent
 from grants.principals import SYSTEM
@@ -124,7 +124,7 @@ def test_corpus_sizes() -> None:
 def test_planted_secret_is_refused_by_category_and_line(category: str, template: str, value: str) -> None:
     text = "first line\n" + template.format(v=value) + "\nlast line"
     with pytest.raises(SecretRefused) as refusal:
-        require_clean(text, "page")
+        refuse(text, field="page")
     assert category in refusal.value.categories
     assert refusal.value.findings[0].line == 2
     message = str(refusal.value)
@@ -134,7 +134,7 @@ def test_planted_secret_is_refused_by_category_and_line(category: str, template:
 
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_passes(text: str) -> None:
-    assert scan(text) == []
+    assert find(text) == []
 
 
 def test_mask_replaces_in_place_and_counts() -> None:
