@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest bench-answers conformance
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest bench-secrets bench-answers conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,10 @@ bench-capsules: $(STAMP)
 # Document ingest throughput on a mixed generated batch (under a minute).
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest
+
+# Recall and false positives of the secret detector on the labelled corpus (seconds).
+bench-secrets: $(STAMP)
+	$(PY) -m bench.secrets
 
 # The extractive answerer on the PostgreSQL-manual set (a few minutes: the corpus is embedded).
 bench-answers: $(STAMP)

@@ -16,7 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:
+    # Run as a file: replace (not prepend to) the script's own folder, where bench/secrets.py
+    # would shadow the standard library's `secrets` module.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from brain.embeddings import LocalEmbedder
 

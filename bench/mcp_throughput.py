@@ -34,7 +34,10 @@ from pathlib import Path
 
 import httpx2
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:
+    # Run as a file: replace (not prepend to) the script's own folder, where bench/secrets.py
+    # would shadow the standard library's `secrets` module.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.oauth_client import connect, disconnect
 from bench.serve import demo_password, free_port, gunicorn, prepare

@@ -27,7 +27,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if not __package__:
+    # Run as a file: replace (not prepend to) the script's own folder, where bench/secrets.py
+    # would shadow the standard library's `secrets` module.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench.scratch import drop_scratch, setup_scratch_django
 from bench.search_scale import VOCABULARY, ZIPF_WEIGHTS, percentile

@@ -39,6 +39,11 @@ def wants_json(request: HttpRequest) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
+def error_response(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
+    """An error answer in the shape the client expects: JSON for programs, the error page for people."""
+    return _respond(request, status, code, message)
+
+
 def _respond(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
     if wants_json(request):
         return json_error(code, message, status)

@@ -2,7 +2,7 @@
 
 An OpenAI-compatible chat-completions client (hosted APIs, vLLM, llama.cpp, Ollama) with
 tool calling, configured by ``LLM_BASE_URL`` / ``LLM_API_KEY`` / ``LLM_MODEL``. Every
-message is passed through the secret scanner's ``mask()`` before it leaves; one log line
+message is passed through the secret detector's ``mask()`` before it leaves; one log line
 per call carries the model, token counts and latency, never content. Budgets are the
 caller's (``Budget``): a step and a token allowance per question.
 """

@@ -43,6 +43,9 @@ class SecretRedactingFilter(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
+            # Formatters (python-json-logger's among them) format exc_info afresh when it is set;
+            # leave them only the redacted text.
+            record.exc_info = None
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         record._secrets_redacted = True

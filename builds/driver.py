@@ -32,7 +32,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from brain.jobs import enqueue_on_commit, resend_lost
-from brain.text.secrets import NulRefused, SecretRefused
+from brain.text.secrets import NulRefused, SecretRefused, mask
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -288,7 +288,7 @@ def job_step(job_id: int) -> str:
         logger.warning("build job %s: lease lost, batch rolled back", job_id)
         return "busy"
     except (PageInvalid, SecretRefused, NulRefused) as exc:
-        _fail(job, f"a file no longer validates: {exc}")
+        _fail(job, mask(f"a file no longer validates: {exc}")[0])
         return "failed"
     return "progress" if remaining else "done"
 

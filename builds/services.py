@@ -295,6 +295,7 @@ def _branch_markdown(build: Build, path: str) -> tuple[dict[str, object], str]:
 
 def build_link_pages(*, build: Build, path: str, target: str, link: bool = True) -> BuildChange:
     """Add (or, with ``link=False``, remove) ``target`` in the page's ``related`` list, as a new draft."""
+    refuse(target, field="target")
     validate_page_path(target)
     frontmatter, body = _branch_markdown(build, path)
     existing = frontmatter.get("related") or []

@@ -12,7 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from brain.errors import json_error
+from brain.errors import error_response, json_error
+from brain.text.secrets import NulRefused, SecretRefused
 from builds.driver import ArchiveRefused, files_from_zip, import_job_create, job_progress
 from builds.forms import ReviewForm, ZipImportForm
 from builds.models import Build
@@ -87,6 +88,8 @@ def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
         raise Http404("build not found")
     try:
         build_promote(actor=member, build=build, note=form.cleaned_data["note"])
+    except (SecretRefused, NulRefused) as refused:
+        return error_response(request, 400, "refused", str(refused))
     except PromotionBlocked:
         # The detail page lists the blockers; nothing was promoted.
         return redirect("builds:build-detail", public_id=build.public_id)
@@ -103,6 +106,8 @@ def build_reject_view(request: HttpRequest, public_id: str) -> HttpResponse:
         raise Http404("build not found")
     try:
         build_reject(actor=member, build=build, note=form.cleaned_data["note"])
+    except (SecretRefused, NulRefused) as refused:
+        return error_response(request, 400, "refused", str(refused))
     except (PermissionDenied, ValidationError):
         raise PermissionDenied("you may not reject this build") from None
     return redirect("builds:build-detail", public_id=build.public_id)
@@ -125,6 +130,9 @@ def build_import_upload(request: HttpRequest) -> HttpResponse:
             problems = [str(exc)]
         except ImportInvalid as invalid:
             problems = [f"{report.path}: {problem}" for report in invalid.reports for problem in report.problems]
+        except (SecretRefused, NulRefused) as refused:
+            problems = [str(refused)]
+            form = ZipImportForm()  # never echo the refused value back into the page
     status = 400 if request.method == "POST" else 200
     return render(request, "builds/build_import.html", {"form": form, "problems": problems}, status=status)
 

@@ -5,8 +5,9 @@ here, whichever door it came in by (web, MCP, Celery, management command, admin)
 guards live on this path and nowhere else:
 
 - canonical-path validator and frontmatter validation (``corpus.frontmatter``);
-- NUL check and secret scanner (``corpus.scanner``) — a refusal names category and
-  line, is audited by category only, and never echoes the value;
+- NUL check and the secret detector (``brain.text.secrets``) on every field, the page as
+  rendered included — a refusal names the field, kind and line, is audited by field and
+  category only, and never echoes the value;
 - the permission check against the actor's grants (read from the database each time);
 - an audit event per change.
 
@@ -489,7 +490,14 @@ def source_create(
     # Tags are scanned as written: lower-casing would hide a token whose shape is its case.
     _refuse_secrets(
         actor=actor,
-        fields=[("key", key), ("title", title), ("text", text), ("uri", uri), *(("tag", tag) for tag in raw_tags)],
+        fields=[
+            ("key", key),
+            ("title", title),
+            ("text", text),
+            ("uri", uri),
+            ("category", category),
+            *(("tag", tag) for tag in raw_tags),
+        ],
         target=f"capture:{key}",
     )
     scope_path = f"captures/{key}"

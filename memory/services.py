@@ -1,6 +1,6 @@
 """The one write path for memories: capture, edit, share, link, forget.
 
-Every write is transactional, passes the secret scanner, refuses NUL, and appends a
+Every write is transactional, passes the secret detector, refuses NUL, and appends a
 ``MemoryEvent`` (never the content). Who may write:
 
 - a personal memory: only its author (to anyone else it does not exist);
@@ -22,7 +22,7 @@ from pgvector.django import CosineDistance
 
 from brain import bearer, embeddings
 from brain.jobs import enqueue_on_commit
-from brain.text.secrets import refuse
+from brain.text.secrets import NulRefused, SecretRefused, refuse
 from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
 from grants.models import Member
@@ -479,6 +479,10 @@ def api_token_issue(*, actor: Member, name: str) -> tuple[Any, str]:
     label = (name or "").strip()
     if not label or len(label) > 80:
         raise MemoryInvalid("name the token (1 to 80 characters)")
+    try:
+        refuse(label, field="name")
+    except (SecretRefused, NulRefused) as refused:
+        raise MemoryInvalid(str(refused)) from None
     token = bearer.mint(TOKEN_PREFIX)
     row = MemoryApiToken.objects.create(member=actor, name=label, token_hash=token.digest, prefix=token.shown)
     return row, token.raw

@@ -17,7 +17,7 @@ memory's text, so they need a flagged near-duplicate (similarity ≥ 0.85) by th
 author; a merely related neighbour (≥ 0.78), or another member's shared memory, can
 only be judged a contradiction or left alone. Anything the model says outside the open
 verdicts, or a reply that is not the JSON asked for, changes nothing. Text sent to the
-model is masked by the gateway's secret scanner.
+model is masked by the gateway's secret detector.
 """
 
 from __future__ import annotations

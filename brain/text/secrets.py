@@ -268,7 +268,9 @@ def _is_placeholder(value: str) -> bool:
         return True
     if _CODE_SHAPE.search(value):  # a call, a subscript or an attribute path: code, not a value
         return True
-    return lowered.startswith(("env:", "vault:", "secret:", "ssm:", "arn:", "op://", "file:", "http://", "https://"))
+    return lowered.startswith(
+        ("[redacted", "env:", "vault:", "secret:", "ssm:", "arn:", "op://", "file:", "http://", "https://")
+    )
 
 
 def _configured_secret(value: str, quoted: bool) -> bool:
@@ -306,7 +308,7 @@ def _prose_secret(value: str) -> bool:
 
 # Digits with at most one separator (space, tab, dash or dot) between any two, 12–19 digits,
 # not inside a longer number or word.
-_CARD_CANDIDATE = re.compile(r"(?<![\w.,-])(?<!(?<![A-Za-z])\d[ .-])\d(?:[ \t.-]?\d){11,18}(?!\w|[ .-]\d)")
+_CARD_CANDIDATE = re.compile(r"(?<![\w.,])(?<!(?<![A-Za-z])\d[ .-])(?<![.,-]-)\d(?:[ \t.-]?\d){11,18}(?!\w|[ .-]\d)")
 # Issuer prefixes and the lengths each issues (ISO/IEC 7812 as the networks publish them).
 _CARD_ISSUERS: list[tuple[re.Pattern[str], tuple[int, ...]]] = [
     (re.compile(r"4"), (13, 16, 19)),  # Visa

@@ -105,6 +105,53 @@ class IngestTests(TestCase):
         audit = json.dumps(list(AuditEvent.objects.values("metadata", "target")))
         assert AWS_KEY not in audit
 
+    def test_values_broken_across_lines_cues_and_markup_are_masked_whole(self) -> None:
+        """The detector masks what a reader (or listener) takes in as one value, in every format."""
+        card_head, card_tail = "4111 1111", "1111 1111"
+        cases: dict[str, tuple[bytes, list[str]]] = {
+            # A card spoken across two subtitle cues.
+            "cues.vtt": (
+                (f"WEBVTT\n\n00:00:01.000 --> 00:00:03.000\nMy card is {card_head}\n\n"
+                 f"00:00:03.000 --> 00:00:06.000\n{card_tail} thanks\n").encode(),
+                [card_head, card_tail],
+            ),
+            "cues.srt": (
+                (b"1\n00:00:01,000 --> 00:00:03,000\nThe key is AKIAIOSF\n\n"
+                 b"2\n00:00:03,000 --> 00:00:06,000\nODNN7EXAMPLE ok\n"),
+                ["AKIAIOSF", "ODNN7EXAMPLE"],
+            ),
+            # A card wrapped after a trailing space, and an IBAN wrapped mid-group.
+            "wrapped.txt": (
+                f"Card on file {card_head} \n{card_tail} exp 09/29.\nIBAN GB82 WEST 1234 56\n98 7654 32 ok\n".encode(),
+                [card_head, card_tail, "GB82 WEST", "98 7654 32"],
+            ),
+            # Entities and markup in HTML.
+            "entities.html": (
+                b"<html><body><p>Key &#65;&#75;IA<b>IOSF</b>ODNN7EXAMPLE here.</p></body></html>",
+                ["IOSF", "ODNN7EXAMPLE"],
+            ),
+            # A narrow PDF column wraps the card over two lines.
+            "narrow.pdf": (self._narrow_pdf(f"Please charge {card_head} {card_tail} for the renewal."), [card_tail]),
+        }  # fmt: skip
+        for filename, (data, fragments) in cases.items():
+            with self.subTest(filename):
+                extraction = self.ingest(filename, data)
+                assert extraction.status == "done", extraction.error
+                text = Source.objects.get(pk=extraction.document.source_id).text
+                assert "[REDACTED" in text, text
+                for fragment in fragments:
+                    assert fragment not in text, (filename, text)
+
+    @staticmethod
+    def _narrow_pdf(text: str) -> bytes:
+        from fpdf import FPDF
+
+        pdf = FPDF()
+        pdf.set_font("helvetica", size=11)
+        pdf.add_page()
+        pdf.multi_cell(60, 8, text)
+        return bytes(pdf.output())
+
     def test_the_type_comes_from_the_content_not_the_extension(self) -> None:
         disguised = self.ingest("report.txt", pdf_bytes("Quarterly numbers."))
         assert disguised.document.detected_type == "pdf"
