@@ -191,18 +191,24 @@ def _first_heading(body: str) -> str | None:
 # --------------------------------------------------------------------------- validation
 
 
-def page_validate(*, actor: Principal | None, path: str, markdown: str) -> PageDocument:
+def page_validate(*, actor: Principal | None, path: str, markdown: str, unchanged: bool = False) -> PageDocument:
     """Validate a page without writing it: path, frontmatter, references, NUL, secrets.
+
+    ``unchanged``: the caller found ``markdown`` identical to the live revision of ``path``
+    and will not store it again (an import skips such files), so the secret scans — which
+    that revision passed when it was written — are skipped; everything else is checked.
 
     Raises ``PageInvalid`` (every problem listed) or ``SecretRefused``/``NulRefused``.
     """
     # Secrets first: a refusal must win over any problem message that would quote the path.
-    _refuse_page(actor=actor, path=path, markdown=markdown)
+    if not unchanged:
+        _refuse_page(actor=actor, path=path, markdown=markdown)
     document = parse_page(path, markdown)
     problems = check_references(document, principal=actor)
     if problems:
         raise PageInvalid(problems)
-    _refuse_rendered(actor=actor, path=path, body=document.body)
+    if not unchanged:
+        _refuse_rendered(actor=actor, path=path, body=document.body)
     return document
 
 

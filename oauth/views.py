@@ -23,7 +23,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import AuthorizationView
-from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
+from oauth2_provider.views.dynamic_client_registration import (
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+)
 
 from brain.client_ip import client_ip
 from brain.text.secrets import NulRefused, SecretRefused, refuse
@@ -164,3 +167,22 @@ def connected_app_revoke(request: HttpRequest, application_id: int) -> HttpRespo
         raise Http404 from exc
     messages.success(request, f"Disconnected: {revoked} token(s) revoked. The app must be connected again to work.")
     return redirect("oauth:connected-apps")
+
+
+class RegistrationManagementView(DynamicClientRegistrationManagementView):
+    """RFC 7592 client configuration; an update passes the same metadata rules as registration."""
+
+    def put(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        auth = self._authenticate_registration_request(request, client_id)
+        if isinstance(auth, HttpResponse):
+            return auth
+        try:
+            metadata = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError):
+            metadata = None
+        if isinstance(metadata, dict):
+            refused = _refused_metadata(metadata)
+            if refused is not None:
+                return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
+        response: HttpResponse = super().put(request, client_id, *args, **kwargs)
+        return response

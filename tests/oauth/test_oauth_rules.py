@@ -49,6 +49,24 @@ class OAuthRuleTests(TestCase):
         assert response.status_code == 201, response.content
         return dict(response.json())
 
+    def test_client_metadata_holding_a_secret_is_refused_on_register_and_update(self) -> None:
+        key = "AKIA" + "QYLPMN5HHHFPZAM2"
+        body = {"client_name": f"Agent {key}", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+        response = self.client.post("/oauth/register/", data=json.dumps(body), content_type="application/json")
+        assert response.status_code == 400
+        assert response.json()["error"] == "invalid_client_metadata"
+        assert "client_name refused" in response.json()["error_description"]
+        assert key[4:] not in response.content.decode()
+        assert not Application.objects.filter(name__contains=key[4:]).exists()
+        client = self.register()
+        update = {**body, "client_id": client["client_id"]}
+        response = self.client.put(
+            client["registration_client_uri"].replace(BASE, ""), data=json.dumps(update),
+            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {client['registration_access_token']}",
+        )  # fmt: skip
+        assert response.status_code == 400
+        assert not Application.objects.filter(name__contains=key[4:]).exists()
+
     def authorize(self, client_id: str, **params: str) -> Any:
         self.client.force_login(self.alice.user)
         query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "s1", **params}
