@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from rest_framework.response import Response
@@ -56,6 +57,9 @@ def _respond(request: HttpRequest, status: int, code: str, message: str) -> Http
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if isinstance(exception, RequestDataTooBig):
+        # A body without a declared length that grew past the limit while being read.
+        return _respond(request, 413, "payload_too_large", "The request body is over the limit.")
     return _respond(request, 400, "bad_request", "The request could not be understood.")
 
 

@@ -95,6 +95,8 @@ MIDDLEWARE = [
     "brain.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "brain.middleware.ContentSecurityPolicyMiddleware",
+    # Control characters in the path, query or form fields and oversized bodies stop here (400/413).
+    "brain.inputs.HostileInputMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -107,6 +109,11 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "brain.urls"
+
+# The largest body Django reads into memory: the memory import's 5 MB of JSON lines. Every
+# other route has a tighter limit, enforced on the declared length before a byte is read
+# (``brain.inputs.body_limit``); uploads stream to temporary files.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 WSGI_APPLICATION = "brain.wsgi.application"
 ASGI_APPLICATION = "brain.asgi.application"
 
@@ -341,6 +348,8 @@ BRAIN_INGEST_LIMITS: dict[str, int] = {
     "MAX_CHARS": env_int("BRAIN_INGEST_MAX_CHARS", 5_000_000, minimum=1),
     "MAX_EXPANDED_BYTES": env_int("BRAIN_INGEST_MAX_EXPANDED_BYTES", 200 * 1024 * 1024, minimum=1),
     "MAX_RATIO": env_int("BRAIN_INGEST_MAX_RATIO", 100, minimum=1),
+    # CPU seconds one document may take to convert (0: no budget beyond Celery's time limit).
+    "CPU_SECONDS": env_int("BRAIN_INGEST_CPU_SECONDS", 60, minimum=0),
 }
 
 # MCP calls per principal per one-minute window, by class.

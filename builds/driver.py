@@ -22,8 +22,10 @@ import io
 import logging
 import uuid
 import zipfile
+import zlib
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+from typing import IO
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
@@ -85,19 +87,25 @@ def files_from_folder(root: Path) -> list[tuple[str, str]]:
     return files
 
 
-def files_from_zip(data: bytes | io.BufferedIOBase) -> list[tuple[str, str]]:
+def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
     """Every ``*.md`` member of a zip as (path, text), refusing bombs and oversized entries.
 
-    Sizes are checked from the central directory *and* while reading (a lying header
-    cannot make us inflate more than the limits), without extracting to disk.
+    ``data`` may be a file (an upload Django spooled to disk is read from there, never
+    whole into memory). Sizes are checked from the central directory *and* while reading
+    (a lying header cannot make us inflate more than the limits); a damaged member — a
+    size or CRC that does not match — refuses the archive. Member names are page paths and
+    are validated as written, never repaired: zipfile cuts a name at a NUL and we refuse
+    that, as the path validator refuses ``//`` and ``.`` segments.
     """
     limits = driver_settings()
     stream = io.BytesIO(data) if isinstance(data, bytes) else data
     try:
         archive = zipfile.ZipFile(stream)
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
         raise ArchiveRefused("the upload is not a valid zip archive") from None
     with archive:
+        if any("\x00" in info.orig_filename for info in archive.infolist()):
+            raise ArchiveRefused("a member name contains a NUL character (member names are page paths)")
         entries = [info for info in archive.infolist() if not info.is_dir() and info.filename.endswith(".md")]
         declared = sum(info.file_size for info in entries)
         if declared > limits["MAX_ZIP_BYTES"]:
@@ -108,16 +116,19 @@ def files_from_zip(data: bytes | io.BufferedIOBase) -> list[tuple[str, str]]:
                 raise ArchiveRefused(f"{info.filename} is encrypted")
             if info.file_size > limits["MAX_FILE_BYTES"]:
                 raise ArchiveRefused(f"{info.filename} is larger than {limits['MAX_FILE_BYTES']} bytes")
-            with archive.open(info) as member:
-                raw = member.read(limits["MAX_FILE_BYTES"] + 1)
-            if len(raw) > limits["MAX_FILE_BYTES"]:
-                raise ArchiveRefused(f"{info.filename} expands beyond its declared size")
+            try:
+                with archive.open(info) as member:
+                    raw = member.read(limits["MAX_FILE_BYTES"] + 1)
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError):
+                raise ArchiveRefused(f"{info.filename} is damaged: its size or checksum does not match") from None
+            if len(raw) > limits["MAX_FILE_BYTES"] or len(raw) != info.file_size:
+                raise ArchiveRefused(f"{info.filename} does not expand to its declared size")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise ArchiveRefused(f"{info.filename} is not UTF-8 text") from None
-            # The member name is the page path: validated (not repaired) with the rest.
-            files.append((str(PurePosixPath(info.filename)) if "\\" not in info.filename else info.filename, text))
+            # The member name is the page path, exactly as written: validated, not repaired.
+            files.append((info.filename, text))
     return files
 
 

@@ -123,7 +123,8 @@ def build_import_upload(request: HttpRequest) -> HttpResponse:
     problems: list[str] = []
     if request.method == "POST" and form.is_valid():
         try:
-            files = files_from_zip(form.cleaned_data["archive"].read())
+            # The upload is read from where Django spooled it (a temporary file past 2.5 MB).
+            files = files_from_zip(form.cleaned_data["archive"])
             build = import_job_create(requester=member, files=files, title=form.cleaned_data["title"])
             return redirect("builds:build-detail", public_id=build.public_id)
         except ArchiveRefused as exc:

@@ -28,6 +28,56 @@ _TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _CAPTURE_REF = re.compile(r"^capture:(.+)$")
 _SOURCE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*$")
 MAX_SOURCE_ID = 200
+MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_FRONTMATTER_DEPTH = 8
+
+
+class _PlainYamlLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases: frontmatter is a few plain keys.
+
+    An alias makes YAML expand one node many times ("billion laughs": 529 bytes took a web
+    worker 15 s); no page needs one, so the composer refuses it before anything expands.
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in frontmatter", event.start_mark
+            )
+        event = self.peek_event()
+        if getattr(event, "anchor", None):
+            raise yaml.composer.ComposerError(
+                None, None, "anchors (&name) are not allowed in frontmatter", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+class _FrontmatterHandler(frontmatter.YAMLHandler):  # type: ignore[misc]
+    """python-frontmatter's YAML handler with the plain loader and size/depth bounds."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+            raise ValueError(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KB")
+        try:
+            value = yaml.load(fm, Loader=_PlainYamlLoader)  # noqa: S506 (a SafeLoader subclass)
+        except RecursionError:  # PyYAML composes nested flow collections recursively
+            raise ValueError(f"frontmatter is nested more than {MAX_FRONTMATTER_DEPTH} levels deep") from None
+        if _depth(value) > MAX_FRONTMATTER_DEPTH:
+            raise ValueError(f"frontmatter is nested more than {MAX_FRONTMATTER_DEPTH} levels deep")
+        return value
+
+
+def _depth(value: Any) -> int:
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -132,11 +182,15 @@ def parse_page(path: str, markdown: str) -> PageDocument:
     if "\x00" in markdown:
         raise PageInvalid([*problems, Problem("body", "content contains a NUL character")])
     try:
-        post = frontmatter.loads(markdown)
+        post = frontmatter.loads(markdown, handler=_FrontmatterHandler())
     except (yaml.YAMLError, ValueError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise PageInvalid([*problems, Problem("frontmatter", f"is not valid YAML{where}")]) from None
+        reason = getattr(exc, "problem", None) if isinstance(exc, yaml.composer.ComposerError) else None
+        if isinstance(exc, ValueError) and not isinstance(exc, yaml.YAMLError):
+            reason = str(exc)
+        message = f"is refused: {reason}{where}" if reason else f"is not valid YAML{where}"
+        raise PageInvalid([*problems, Problem("frontmatter", message)]) from None
     meta: dict[str, Any] = dict(post.metadata)
     if not meta:
         problems.append(Problem("frontmatter", "is missing: a page starts with a '---' YAML block"))

@@ -1,16 +1,22 @@
 """Bytes to text: type sniffing by content, and one converter per type.
 
-Libraries do the parsing (pypdf, python-docx, BeautifulSoup, webvtt-py, srt); this module
-only chooses, bounds and reports. Every limit raises ``ConversionFailed`` with a reason a
+Libraries do the parsing (pypdf, python-docx, BeautifulSoup, webvtt-py; SubRip is read
+here, in linear time); this module only chooses, bounds and reports. Every conversion runs
+within a CPU budget (``BRAIN_INGEST_CPU_SECONDS``). Every limit raises ``ConversionFailed`` with a reason a
 person can act on, before memory is exhausted: encrypted PDFs, too many pages, archives
 that expand too much (zip bombs), text past the character limit.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import re
+import signal
+import threading
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 
@@ -144,19 +150,85 @@ def _vtt(text: str) -> Converted:
     return Converted(_check_length("\n".join(lines)), "webvtt-py", version("webvtt-py"))
 
 
-def _srt(text: str) -> Converted:
-    import srt
+_SRT_TIMING = re.compile(
+    r"(\d{1,3}):(\d{2}):(\d{2})[,.](\d{1,3})[ \t]*-->[ \t]*\d{1,3}:\d{2}:\d{2}[,.]\d{1,3}(?:[ \t].*)?"
+)
+SRT_VERSION = "1"
 
+
+def _srt(text: str) -> Converted:
+    """SubRip cues, read line by line in linear time.
+
+    The ``srt`` package's parser is one regex over the whole file that backtracks
+    cubically on a long run of digits (a 50 KB file held a worker for its whole time
+    limit), so cues are read here: blocks separated by blank lines, an optional index line,
+    a timing line of bounded length, then the text.
+    """
+    lines: list[str] = []
+    block: list[str] = []
+    for raw in [*text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), ""]:
+        if raw.strip():
+            block.append(raw.rstrip())
+            continue
+        if block:
+            cue = _srt_cue(block)
+            if cue is not None:
+                lines.append(cue)
+            block = []
+    if not lines:
+        raise ConversionFailed("the SRT transcript could not be read: no cue with a timing line was found")
+    return Converted(_check_length("\n".join(lines)), "brain-srt", SRT_VERSION)
+
+
+def _srt_cue(block: list[str]) -> str | None:
+    index = 1 if block[0].strip().isdigit() and len(block) > 1 else 0
+    timing = block[index].strip()
+    match = _SRT_TIMING.fullmatch(timing) if len(timing) <= 80 else None
+    if match is None:
+        return None
+    hours, minutes, seconds, millis = (int(part) for part in match.groups())
+    start = dt.timedelta(hours=hours, minutes=minutes, seconds=seconds, milliseconds=millis)
+    return f"[{start}] {chr(10).join(block[index + 1 :])}".strip()
+
+
+class _OverBudget(Exception):
+    pass
+
+
+@contextmanager
+def cpu_budget(seconds: int) -> Iterator[None]:
+    """Stop the work inside after ``seconds`` of CPU time (``ConversionFailed``).
+
+    One document must not hold a worker: a CPU-time timer (``ITIMER_VIRTUAL``) raises in
+    the converter's Python code. Signals reach only the main thread, which is where Celery's
+    prefork workers and the ingest command run; elsewhere the work runs unbudgeted (the
+    Celery time limit still applies).
+    """
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def over(_signum: int, _frame: object) -> None:
+        raise _OverBudget
+
+    previous = signal.signal(signal.SIGVTALRM, over)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
     try:
-        subtitles = list(srt.parse(text))
-    except srt.SRTParseError as exc:
-        raise ConversionFailed("the SRT transcript could not be read") from exc
-    lines = [f"[{subtitle.start}] {subtitle.content}".strip() for subtitle in subtitles]
-    return Converted(_check_length("\n".join(lines)), "srt", version("srt"))
+        yield
+    except _OverBudget:
+        raise ConversionFailed(f"the document needed more than {seconds} s of processing: refused") from None
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def convert(kind: str, data: bytes) -> Converted:
-    """Text of a document of ``kind`` (from ``sniff``); raises ``ConversionFailed``."""
+    """Text of a document of ``kind`` (from ``sniff``) within the CPU budget; raises ``ConversionFailed``."""
+    with cpu_budget(int(limits().get("CPU_SECONDS", 60))):
+        return _convert(kind, data)
+
+
+def _convert(kind: str, data: bytes) -> Converted:
     if kind == "pdf":
         return _pdf(data)
     if kind == "docx":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
@@ -18,6 +19,7 @@ from pydantic import ValidationError as ArgsInvalid
 
 import brain
 from brain.embeddings import EmbeddingError
+from brain.inputs import InputRefused, refuse_nul
 from brain.request_context import get_request_id
 from brain.text.secrets import NulRefused, SecretRefused, redact
 from builds.services import PromotionBlocked
@@ -55,6 +57,15 @@ def _result(message_id: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": message_id, "result": result}
 
 
+def _valid_id(value: Any) -> bool:
+    """MCP request ids are strings or numbers (never null, a boolean, an object or a list)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int)
+
+
 def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | None:
     """Answer one JSON-RPC message for ``caller``; None for a notification."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
@@ -65,9 +76,15 @@ def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | Non
     if "id" not in message:
         return None  # notifications (initialized, cancelled, …) need no answer
     message_id = message["id"]
+    if not _valid_id(message_id):
+        return error(None, INVALID_REQUEST, "Invalid Request: id must be a string or a number")
     params = message.get("params") or {}
     if not isinstance(params, dict):
         return error(message_id, INVALID_PARAMS, "params must be an object")
+    try:
+        refuse_nul(params, "params")
+    except InputRefused as refused:
+        return error(message_id, INVALID_PARAMS, f"Invalid params: {refused}")
     if method == "initialize":
         requested = params.get("protocolVersion")
         return _result(
@@ -96,6 +113,8 @@ def _tools_list(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         try:
             start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode())
         except (ValueError, UnicodeDecodeError):
+            return error(message_id, INVALID_PARAMS, "Invalid cursor")
+        if not 0 <= start < len(tools):
             return error(message_id, INVALID_PARAMS, "Invalid cursor")
     page = tools[start : start + PAGE_SIZE]
     result: dict[str, Any] = {"tools": [tool.describe() for tool in page]}

@@ -8,7 +8,6 @@ supported ones; notifications → 202; every response carries ``x-request-id``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from brain.inputs import InputRefused, parse_json
 from mcp_api.auth import bearer_token, build_caller, person_caller
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
 from mcp_api.ratelimit import RateLimited
@@ -82,12 +82,15 @@ def _endpoint(
             refused = _json(error(None, INVALID_REQUEST, "A valid bearer credential is required."), 401, version)
             refused["WWW-Authenticate"] = challenge(request)
             return refused
-        if len(request.body) > MAX_BODY_BYTES:
-            return _json(error(None, INVALID_REQUEST, "Request body too large"), 413, version)
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        # The declared size first: reading an oversized body is what the limit is there to avoid.
+        if not declared.isdigit() or int(declared) > MAX_BODY_BYTES or len(request.body) > MAX_BODY_BYTES:
+            too_large = f"Request body too large: the limit is {MAX_BODY_BYTES:,} bytes"
+            return _json(error(None, INVALID_REQUEST, too_large), 413, version)
         try:
-            message = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            return _json(error(None, PARSE_ERROR, "Parse error: the body is not JSON"), 400, version)
+            message = parse_json(request.body, check_nul=False)
+        except InputRefused as refused:
+            return _json(error(None, PARSE_ERROR, f"Parse error: {refused}"), 400, version)
         if isinstance(message, list):
             return _json(
                 error(None, INVALID_REQUEST, "Batches are not supported: send one message per POST"), 400, version

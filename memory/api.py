@@ -25,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
 from brain.errors import json_error
+from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
 from mcp_api.auth import bearer_token
@@ -113,9 +114,9 @@ def _body(request: HttpRequest) -> dict[str, Any]:
     if not request.body:
         return {}
     try:
-        data = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MemoryInvalid("the body must be a JSON object") from exc
+        data = parse_json(request.body)
+    except InputRefused as refused:
+        raise MemoryInvalid(str(refused)) from None
     if not isinstance(data, dict):
         raise MemoryInvalid("the body must be a JSON object")
     return data
@@ -307,9 +308,9 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
     problems: list[str] = []
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-        except ValueError:
-            problems.append(f"line {number}: not JSON")
+            record = parse_json(line, check_nul=False)  # a NUL is refused per record by the capture pipeline
+        except InputRefused as refused:
+            problems.append(f"line {number}: " + ("not JSON" if refused.code == "not_json" else str(refused)))
             continue
         if not isinstance(record, dict) or not isinstance(record.get("content"), str):
             problems.append(f"line {number}: needs an object with a content string")

@@ -11,7 +11,6 @@ django-oauth-toolkit does the protocol; these subclasses add Brain's rules:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +28,7 @@ from oauth2_provider.views.dynamic_client_registration import (
 )
 
 from brain.client_ip import client_ip
+from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused, refuse
 from grants.audit import audit_record
 from grants.principals import principal_for_user
@@ -125,9 +125,9 @@ class RegistrationView(DynamicClientRegistrationView):
             throttled["Retry-After"] = str(limited.retry_after)
             return throttled
         try:
-            metadata = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            metadata = None
+            metadata = parse_json(request.body)
+        except InputRefused as refused:
+            return JsonResponse({"error": "invalid_client_metadata", "error_description": str(refused)}, status=400)
         if isinstance(metadata, dict):
             refused = _refused_metadata(metadata)
             if refused is not None:
@@ -177,9 +177,9 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
         if isinstance(auth, HttpResponse):
             return auth
         try:
-            metadata = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            metadata = None
+            metadata = parse_json(request.body)
+        except InputRefused as refused:
+            return JsonResponse({"error": "invalid_client_metadata", "error_description": str(refused)}, status=400)
         if isinstance(metadata, dict):
             refused = _refused_metadata(metadata)
             if refused is not None:

@@ -1,0 +1,193 @@
+"""The request-input layer: hostile input is refused before any view, parser or query sees it.
+
+Two pieces, one rule each:
+
+- ``HostileInputMiddleware`` refuses a request whose path, query string or form fields hold
+  a NUL or another C0 control character (PostgreSQL text cannot hold NUL, and no identifier
+  of ours contains a control character), and a body whose declared size is over the limit
+  for its kind — 413, never Django's generic 400, and before a byte of it is read.
+- ``parse_json`` is the one JSON parser for request bodies: nesting is bounded before the
+  parser runs (Python's parser recurses), NaN/Infinity and numbers that overflow to
+  infinity are refused, and a NUL in any string is refused naming where it is.
+
+Both raise or answer ``InputRefused``'s message, which names what is wrong and never echoes
+the input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponseBase
+
+from brain.errors import error_response
+
+MAX_JSON_DEPTH = 64
+# C0 controls and DEL, except tab, line feed and carriage return (multi-line form fields).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_IN_IDENTIFIER = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class InputRefused(ValueError):
+    """The request input is refused; ``status`` is 400 or 413 and the message names the problem."""
+
+    def __init__(self, message: str, *, status: int = 400, code: str = "bad_request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _max_depth(raw: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings, counted without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InputRefused(f"the JSON body holds {name}, which is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InputRefused("the JSON body holds a number too large to represent")
+    return value
+
+
+def _check_strings(value: Any, where: str) -> None:
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise InputRefused(f"{at} contains a NUL character")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if "\x00" in key:
+                    raise InputRefused(f"a key in {at} contains a NUL character")
+                stack.append((child, f"{at}.{key}" if at else str(key)))
+        elif isinstance(item, list):
+            stack.extend((child, f"{at}[{index}]") for index, child in enumerate(item))
+
+
+def refuse_nul(value: Any, where: str) -> None:
+    """``InputRefused`` naming the first string (or key) inside ``value`` that holds a NUL."""
+    _check_strings(value, where)
+
+
+def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str = "", check_nul: bool = True) -> Any:
+    """Parse a request body; ``InputRefused`` names what is wrong (never a traceback).
+
+    ``check_nul=False`` leaves the NUL check to the caller (``refuse_nul``), which can then
+    answer in its own protocol — MCP names the parameter in a JSON-RPC error with the id.
+    """
+    try:
+        raw = body.decode("utf-8") if isinstance(body, bytes) else body
+    except UnicodeDecodeError:
+        raise InputRefused("the body is not UTF-8 text") from None
+    if ("[" in raw or "{" in raw) and _max_depth(raw) > max_depth:
+        raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep")
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except InputRefused:
+        raise
+    except (ValueError, RecursionError):
+        raise InputRefused("the body is not valid JSON", code="not_json") from None
+    if check_nul:
+        _check_strings(value, where or "the body")
+    return value
+
+
+# --------------------------------------------------------------------------- middleware
+
+
+def _declared_length(request: HttpRequest) -> int | None:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+
+
+GENERAL_BODY_LIMIT = 2_621_440  # 2.5 MB, Django's own default for form and JSON bodies
+# Routes whose bodies may be larger than the general limit; 0: the route answers its own 413
+# in its own protocol's shape (MCP's JSON-RPC errors, ``mcp_api.views``).
+_ROUTE_BODY_LIMITS = (("/api/mcp", 0), ("/api/build/mcp", 0), ("/api/memory/import", 5 * 1024 * 1024))
+
+
+def body_limit(request: HttpRequest) -> int:
+    """The largest body a request to this route, of this content type, may declare (0: not checked here)."""
+    if request.META.get("CONTENT_TYPE", "").startswith("multipart/form-data"):
+        # Uploads: the largest document or build archive, plus room for the form around it.
+        archive = int(settings.BRAIN_BUILD_DRIVER.get("MAX_ZIP_BYTES", 0))
+        return max(int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"]), archive) + 1024 * 1024
+    for prefix, limit in _ROUTE_BODY_LIMITS:
+        if request.path == prefix or request.path.startswith(prefix + "/"):
+            return limit
+    return GENERAL_BODY_LIMIT
+
+
+class HostileInputMiddleware:
+    """Refuse control characters in the path, query and form fields, and oversized bodies.
+
+    Sits right after the request-id middleware, so a refusal carries the request id and is
+    answered in the client's format (JSON for programs, the error page for people).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        try:
+            self._check(request)
+        except InputRefused as refused:
+            return error_response(request, refused.status, refused.code, str(refused))
+        return self.get_response(request)
+
+    def _check(self, request: HttpRequest) -> None:
+        if _CONTROL_IN_IDENTIFIER.search(request.path_info):
+            raise InputRefused("the request path contains a control character")
+        query = request.META.get("QUERY_STRING", "")
+        if query and _CONTROL_IN_IDENTIFIER.search(unquote_to_bytes(query).decode("latin-1")):
+            raise InputRefused("the query string contains a control character")
+        length = _declared_length(request)
+        if length is None:
+            raise InputRefused("the Content-Length header is not a number")
+        limit = body_limit(request)
+        if limit and length > limit:
+            raise InputRefused(
+                f"the request body is {length:,} bytes; the limit here is {limit:,}",
+                status=413,
+                code="payload_too_large",
+            )
+        content_type = request.META.get("CONTENT_TYPE", "")
+        if request.method == "POST" and content_type.startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
+            for name, values in request.POST.lists():
+                if _CONTROL.search(name) or any(_CONTROL.search(value) for value in values):
+                    raise InputRefused(f"the form field {name[:64]!r} contains a control character")
