@@ -11,10 +11,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from answers.models import Question
 from answers.services import question_ask
 from grants.principals import principal_for_user
+from mcp_api.ratelimit import limited_view
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@limited_view("ask")
 def ask(request: HttpRequest) -> HttpResponseBase:
     member = principal_for_user(request.user)
     if member is None:

@@ -356,6 +356,12 @@ BRAIN_INGEST_LIMITS: dict[str, int] = {
 BRAIN_MCP_RATE_LIMITS: dict[str, int] = {
     "read": env_int("BRAIN_MCP_RATE_READ", 600, minimum=1),
     "search": env_int("BRAIN_MCP_RATE_SEARCH", 120, minimum=1),
+    # Writes that compute an embedding (remember, update, append) — from any surface.
+    "write": env_int("BRAIN_RATE_WRITE", 120, minimum=1),
+    # Records embedded by bulk imports (a 500-line memory import counts 500).
+    "import": env_int("BRAIN_RATE_IMPORT_RECORDS", 1000, minimum=1),
+    # Document uploads and page-archive imports.
+    "upload": env_int("BRAIN_RATE_UPLOAD", 20, minimum=1),
     "ask": env_int("BRAIN_MCP_RATE_ASK", 10, minimum=1),
     # OAuth client registrations per client address (RFC 7591 is open to MCP clients).
     "register": env_int("BRAIN_OAUTH_REGISTER_RATE", 20, minimum=1),

@@ -27,6 +27,7 @@ from builds.selectors import (
 )
 from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
 from grants.principals import principal_for_user
+from mcp_api.ratelimit import limited_view
 
 
 def _visible_or_404(request: HttpRequest, public_id: str) -> Build:
@@ -115,6 +116,7 @@ def build_reject_view(request: HttpRequest, public_id: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@limited_view("upload")
 def build_import_upload(request: HttpRequest) -> HttpResponse:
     member = principal_for_user(request.user)
     if member is None:

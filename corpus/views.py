@@ -16,10 +16,12 @@ from corpus.rendering import render_markdown
 from corpus.search import SearchError, search
 from corpus.selectors import page_read, page_relationships, source_get_visible
 from grants.principals import principal_for_user
+from mcp_api.ratelimit import limited_view
 
 
 @login_required
 @require_GET
+@limited_view("search", methods=("GET",))
 def search_page(request: HttpRequest) -> HttpResponse:
     principal = principal_for_user(request.user)
     query = request.GET.get("q", "").strip()

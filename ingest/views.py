@@ -25,6 +25,7 @@ from grants.models import Member
 from grants.principals import principal_for_user
 from ingest.models import Extraction
 from ingest.services import document_ingest, extraction_retry
+from mcp_api.ratelimit import RateLimited, hit, limited_view
 from memory.api import api_member
 
 
@@ -56,6 +57,7 @@ def _ingest_from_request(request: HttpRequest, member: Member) -> Extraction:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@limited_view("upload")
 def upload(request: HttpRequest) -> HttpResponseBase:
     member = _member(request)
     problems: list[str] = []
@@ -117,6 +119,12 @@ def api_sources(request: HttpRequest) -> HttpResponse:
     member = api_member(request)
     if member is None:
         return json_error("unauthenticated", "Send a personal API token.", 401)
+    try:
+        hit(principal_key=f"member:{member.pk}", rate_class="upload")
+    except RateLimited as limited:
+        throttled = json_error("rate_limited", f"Too many uploads; retry after {limited.retry_after} seconds.", 429)
+        throttled["Retry-After"] = str(limited.retry_after)
+        return throttled
     try:
         extraction = _ingest_from_request(request, member)
     except ValidationError as invalid:

@@ -394,9 +394,9 @@ def _tool(name: str, description: str, args: Any, out: Any, handler: Any, render
 
 
 MEMORY_TOOLS: tuple[Tool, ...] = (
-    _tool("remember", "Store an idea, decision, preference or project context (private unless workspace='company').", RememberArgs, RememberOut, remember, _render_remember, read_only=False),
-    _tool("append", "Add a timestamped update to a memory.", AppendArgs, MemoryOut, append, _render_memory, read_only=False),
-    _tool("update", "Replace a memory's content and/or all its tags.", UpdateArgs, MemoryOut, update, _render_memory, read_only=False),
+    _tool("remember", "Store an idea, decision, preference or project context (private unless workspace='company').", RememberArgs, RememberOut, remember, _render_remember, read_only=False, rate_class="write"),
+    _tool("append", "Add a timestamped update to a memory.", AppendArgs, MemoryOut, append, _render_memory, read_only=False, rate_class="write"),
+    _tool("update", "Replace a memory's content and/or all its tags.", UpdateArgs, MemoryOut, update, _render_memory, read_only=False, rate_class="write"),
     _tool("recall", "Find memories by meaning, whatever words were used when saving them.", RecallArgs, RecallOut, recall, _render_recall, rate_class="search"),
     _tool("list_recent", "Browse recently saved memories.", RecentArgs, MemoryListOut, list_recent, _render_list),
     _tool("list_teams", "The shared teams you belong to (one per brain for now: 'company').", Args, TeamsOut, list_teams, None),

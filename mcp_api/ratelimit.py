@@ -1,17 +1,25 @@
-"""Per-principal fixed one-minute windows in Redis.
+"""Per-principal fixed one-minute windows in Redis, shared by every surface.
 
 Classes and caps come from ``BRAIN_MCP_RATE_LIMITS``: page reads and lookups high,
-searches and state reads in the middle, filing a question low. Over the cap the caller
-gets HTTP 429 with ``Retry-After`` set to the seconds left in the window.
+searches and state reads in the middle, writes that compute an embedding lower, bulk
+embedding counted per record, uploads and imports low, filing a question lowest. One
+person's MCP clients, REST tokens and browser share each window (the key is the member),
+so no surface is a way around another's cap. Over the cap the caller gets HTTP 429 with
+``Retry-After`` set to the seconds left in the window.
 """
 
 from __future__ import annotations
 
 import time
-from functools import cache
+from collections.abc import Callable
+from functools import cache, wraps
+from typing import Any, TypeVar
 
 import redis
 from django.conf import settings
+from django.http import HttpRequest, HttpResponseBase
+
+_View = TypeVar("_View", bound=Callable[..., HttpResponseBase])
 
 WINDOW_SECONDS = 60
 
@@ -31,12 +39,12 @@ def _redis() -> redis.Redis:
 
 
 def caps() -> dict[str, int]:
-    defaults = {"read": 600, "search": 120, "ask": 10, "register": 20}
+    defaults = {"read": 600, "search": 120, "write": 120, "import": 1000, "upload": 20, "ask": 10, "register": 20}
     return {**defaults, **getattr(settings, "BRAIN_MCP_RATE_LIMITS", {})}
 
 
-def hit(*, principal_key: str, rate_class: str, now: float | None = None) -> None:
-    """Count one call; raise ``RateLimited`` when it is over the class's cap for this window."""
+def hit(*, principal_key: str, rate_class: str, now: float | None = None, cost: int = 1) -> None:
+    """Count one call (``cost`` units of it); raise ``RateLimited`` when over the class's cap for this window."""
     cap = caps().get(rate_class)
     if cap is None:
         return
@@ -47,7 +55,37 @@ def hit(*, principal_key: str, rate_class: str, now: float | None = None) -> Non
     # One round trip: create the window's counter with its expiry if new, then count.
     pipe = _redis().pipeline(transaction=False)
     pipe.set(key, 0, ex=WINDOW_SECONDS + 5, nx=True)
-    pipe.incr(key)
+    pipe.incrby(key, max(1, cost))
     count = int(pipe.execute()[1])
     if count > cap:
         raise RateLimited(retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(moment)))
+
+
+def limited_view(rate_class: str, *, methods: tuple[str, ...] = ("POST",)) -> Callable[[_View], _View]:
+    """Rate-limit a signed-in person's web view (for ``methods``) in ``rate_class``.
+
+    The window is the member's, the same as their MCP and REST calls. Over the cap the
+    person gets the 429 page (or JSON) with ``Retry-After``; anonymous requests pass through
+    to the view's own sign-in handling.
+    """
+
+    def decorate(view: _View) -> _View:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            from brain.errors import error_response
+            from grants.principals import principal_for_user
+
+            member = principal_for_user(request.user) if request.method in methods else None
+            if member is not None:
+                try:
+                    hit(principal_key=f"member:{member.pk}", rate_class=rate_class)
+                except RateLimited as limited:
+                    message = f"Too many requests; try again in {limited.retry_after} seconds."
+                    response = error_response(request, 429, "rate_limited", message)
+                    response["Retry-After"] = str(limited.retry_after)
+                    return response
+            return view(request, *args, **kwargs)
+
+        return wrapped  # type: ignore[return-value]
+
+    return decorate

@@ -70,8 +70,12 @@ def api_member(request: HttpRequest) -> Member | None:
     return holder
 
 
-def memory_api(methods: tuple[str, ...], rate_class: str = "read") -> Callable[..., Any]:
-    """Authenticate, rate-limit, parse JSON and map domain errors for one endpoint."""
+def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "read") -> Callable[..., Any]:
+    """Authenticate, rate-limit, parse JSON and map domain errors for one endpoint.
+
+    ``rate_class`` is one class, or one per method (an entry is read with GET and written —
+    an embedding computed — with PATCH).
+    """
 
     def decorate(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @csrf_exempt
@@ -87,7 +91,8 @@ def memory_api(methods: tuple[str, ...], rate_class: str = "read") -> Callable[.
                 refused["WWW-Authenticate"] = 'Bearer realm="brain-memory"'
                 return refused
             try:
-                hit(principal_key=f"member:{member.pk}", rate_class=rate_class)
+                chosen = rate_class if isinstance(rate_class, str) else rate_class.get(str(request.method), "read")
+                hit(principal_key=f"member:{member.pk}", rate_class=chosen)
             except RateLimited as limited:
                 throttled = json_error("rate_limited", f"Too many requests; retry after {limited.retry_after} seconds.", 429)  # fmt: skip
                 throttled["Retry-After"] = str(limited.retry_after)
@@ -156,7 +161,7 @@ def serialise(memory: Memory) -> dict[str, Any]:
 # --------------------------------------------------------------------------- endpoints
 
 
-@memory_api(("POST",), rate_class="search")
+@memory_api(("POST",), rate_class="write")
 def capture(request: HttpRequest, member: Member) -> HttpResponse:
     data = _body(request)
     result = memory_remember(
@@ -172,7 +177,7 @@ def capture(request: HttpRequest, member: Member) -> HttpResponse:
     return JsonResponse(body, status=200 if result.outcome == "duplicate" else 201)
 
 
-@memory_api(("GET", "PATCH", "DELETE"))
+@memory_api(("GET", "PATCH", "DELETE"), rate_class={"GET": "read", "PATCH": "write", "DELETE": "read"})
 def entry(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
     if request.method == "GET":
         return JsonResponse(serialise(memory_get(actor=member, memory_id=memory_id)))
@@ -184,7 +189,7 @@ def entry(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
     return JsonResponse(serialise(updated))
 
 
-@memory_api(("POST",))
+@memory_api(("POST",), rate_class="write")
 def append(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse:
     return JsonResponse(serialise(memory_append(actor=member, memory_id=memory_id, text=_body(request).get("text"))))  # type: ignore[arg-type]
 
@@ -293,9 +298,13 @@ def export(request: HttpRequest, member: Member) -> HttpResponseBase:
     return response
 
 
-@memory_api(("POST",), rate_class="search")
+@memory_api(("POST",), rate_class="upload")
 def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
-    """Capture up to 500 JSON lines through the full pipeline; all lines are checked before any is stored."""
+    """Capture up to 500 JSON lines through the full pipeline; all lines are checked before any is stored.
+
+    Beyond the call itself (``upload`` class), every record counts in the ``import`` class:
+    each is embedded, and a person's embeddings per minute are bounded.
+    """
     try:
         lines = [line for line in request.body.decode("utf-8").splitlines() if line.strip()]
     except UnicodeDecodeError as exc:
@@ -320,6 +329,13 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
         return JsonResponse(
             {"error": {"code": "invalid", "message": "nothing was imported", "lines": problems}}, status=400
         )
+    try:
+        hit(principal_key=f"member:{member.pk}", rate_class="import", cost=len(records))
+    except RateLimited as limited:
+        message = f"Too many records imported this minute; retry after {limited.retry_after} seconds."
+        throttled = json_error("rate_limited", message, 429)
+        throttled["Retry-After"] = str(limited.retry_after)
+        return throttled
     results = []
     for number, record in enumerate(records, start=1):
         try:

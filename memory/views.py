@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
 from grants.principals import principal_for_user
+from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
 from memory.models import LinkType, Memory, MemoryApiToken, Workspace
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
@@ -67,6 +68,7 @@ def _may_change(member: Member, memory: Memory) -> bool:
 
 
 @require_http_methods(["GET", "POST"])
+@limited_view("write")
 @member_view
 def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
     if request.method == "POST":
@@ -106,6 +108,7 @@ def detail(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse
 
 
 @require_POST
+@limited_view("write")
 @member_view
 def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> HttpResponseBase:
     """One change to a memory: edit, append, status, share, link, forget."""
