@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -59,6 +59,7 @@ def driver_settings() -> dict[str, int]:
         "LEASE_SECONDS": 300,
         "MAX_ZIP_BYTES": 50 * 1024 * 1024,
         "MAX_FILE_BYTES": 1024 * 1024,
+        "MAX_RETRIES": 10,
     }
     return {**defaults, **getattr(settings, "BRAIN_BUILD_DRIVER", {})}
 
@@ -260,6 +261,11 @@ def job_step(job_id: int) -> str:
     if token is None:
         return "busy"
     job = BuildJob.objects.select_related("build").get(pk=job_id)
+    if job.attempts - job.steps_done > config["MAX_RETRIES"]:
+        # Every claim counts an attempt and every finished step a step: the difference is the
+        # claims that died or raised. A step that keeps failing stops here, and says so.
+        _fail(job, f"a step failed {config['MAX_RETRIES']} times; the worker log has the reason")
+        return "failed"
     try:
         with transaction.atomic():
             items = list(
@@ -300,6 +306,12 @@ def job_step(job_id: int) -> str:
         return "busy"
     except (PageInvalid, SecretRefused, NulRefused) as exc:
         _fail(job, mask(f"a file no longer validates: {exc}")[0])
+        return "failed"
+    except (PermissionDenied, ValidationError, ObjectDoesNotExist) as exc:
+        # The world changed under the job (a grant revoked, a page moved): retrying cannot
+        # help, so the build says so instead of waiting for a sweep forever.
+        reason = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+        _fail(job, mask(f"the build can no longer be drafted as its requester: {reason}")[0])
         return "failed"
     return "progress" if remaining else "done"
 

@@ -124,19 +124,37 @@ def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str
         principal.pk == build.requester_id or build.participants.filter(pk=principal.pk).exists()
     ):
         return build
-    if _approves_any_page(principal, build):
+    if approves_any_part(principal, build):
         return build
     raise Build.DoesNotExist("build not found")
 
 
-def _approves_any_page(principal: Principal, build: Build) -> bool:
-    from corpus.services import document_from_revision, may_write
+def approves_any_part(principal: Principal, build: Build) -> bool:
+    """Whether ``principal`` may approve any part of ``build``: a page, a capture or a figure.
+
+    A build that holds only captures or figures is reviewed by whoever holds approve on
+    them (a capture's scope, a figure's page) — otherwise no one could ever see or promote it.
+    """
+    from corpus.services import document_from_revision, may_approve_live_page, may_write
 
     for change in build.changes.select_related("revision"):
         if change.revision is None:
             continue
         existing = Page.objects.filter(path=change.path).first()
         if may_write(principal, document_from_revision(change.revision), existing, Permission.APPROVE):
+            return True
+    for capture in build.captures.select_related("source"):
+        source = capture.source
+        held = effective_permission(
+            principal, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
+        )
+        if held is not None and held >= Permission.APPROVE:
+            return True
+    for recorded in build.figures.select_related("figure__page__owner__user"):
+        page = recorded.figure.page
+        if Page.objects.visible_to(principal, "read").filter(pk=page.pk).exists() and may_approve_live_page(
+            principal, page
+        ):
             return True
     return False
 
@@ -148,7 +166,7 @@ def build_list_awaiting_review(*, principal: Principal | None) -> list[Build]:
     candidates: QuerySet[Build] = Build.objects.filter(status=Build.Status.AWAITING_REVIEW).select_related(
         "requester__user"
     )
-    return [build for build in candidates if _approves_any_page(principal, build)]
+    return [build for build in candidates if approves_any_part(principal, build)]
 
 
 def _render_frontmatter(frontmatter: dict[str, object]) -> list[str]:

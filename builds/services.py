@@ -406,14 +406,9 @@ def build_reject(*, actor: Member, build: Build, note: str = "") -> Build:
 
 
 def _may_approve_new(actor: Principal, build: Build) -> bool:
-    from corpus.services import document_from_revision
+    from builds.selectors import approves_any_part
 
-    for change in build.changes.select_related("revision"):
-        if change.revision is not None:
-            document = document_from_revision(change.revision)
-            if may_write(actor, document, None, Permission.APPROVE):
-                return True
-    return False
+    return approves_any_part(actor, build)
 
 
 def build_cancel(*, actor: Principal, build: Build) -> Build:
