@@ -21,7 +21,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
     refuses while it is not empty, so the two cannot drift apart.
     """
     from builds.services import builds_settings
-    from corpus.services import approver_ok, document_from_revision, may_approve_live_page
+    from corpus.services import approver_ok, document_from_revision, may_approve_live_page, unseen_replacement
 
     blockers: list[str] = []
     if build.status != Build.Status.AWAITING_REVIEW:
@@ -87,6 +87,13 @@ def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
         existing = (
             Page.objects.select_related("owner__user", "current_revision").filter(path=change.revision.path).first()
         )
+        if unseen_replacement(change.revision, existing):
+            assert existing is not None  # unseen_replacement is true only over a live page
+            if Page.objects.visible_to(approver, "read").filter(pk=existing.pk).exists():
+                blockers.append(f"{target}: its author cannot read the live page there; it would replace it unseen")
+            elif hidden not in blockers:
+                blockers.append(hidden)
+            continue
         if not approver_ok(approver, document, existing):
             owner_rule = document.change_policy == "owner" or (
                 existing is not None and existing.change_policy == "owner"
@@ -191,12 +198,12 @@ def viewer_reads_change(viewer: Principal | None, change: BuildChange) -> bool:
         return True
     if viewer is None:
         return False
-    live = Page.objects.filter(path=change.path, current_revision__isnull=False).first()
-    if live is not None and not Page.objects.visible_to(viewer, "read").filter(pk=live.pk).exists():
-        return False
+    # A live page the viewer cannot read counts as no page: a draft at its path is shown as
+    # a new page (to its author, exactly as for a free path), a deletion not at all.
+    live = Page.objects.visible_to(viewer, "read").filter(path=change.path).first()
     if change.revision is None:
         return live is not None
-    existing = Page.objects.filter(path=change.revision.path).first()
+    existing = Page.objects.visible_to(viewer, "read").filter(path=change.revision.path).first()
     return may_write(viewer, document_from_revision(change.revision), existing, Permission.READ)
 
 
@@ -231,7 +238,9 @@ def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, obje
     for change in build.changes.select_related("revision").order_by("path"):
         if not viewer_reads_change(viewer, change):
             continue
-        live = Page.objects.select_related("current_revision").filter(path=change.path).first()
+        live = (
+            Page.objects.visible_to(viewer, "read").select_related("current_revision").filter(path=change.path).first()
+        )
         current = live.current_revision if live is not None else None
         old = _as_lines(current.frontmatter, current.body) if current is not None else []
         new = _as_lines(change.revision.frontmatter, change.revision.body) if change.revision is not None else []

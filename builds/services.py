@@ -229,7 +229,9 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
         page = Page.objects.visible_to(requester, "read").select_related("current_revision").get(path=path)
         if not Page.objects.visible_to(requester, "suggest").filter(pk=page.pk).exists():
             raise PermissionDenied(f"you hold no suggest permission on {path}")
-        if Page.objects.filter(path=new_path, current_revision__isnull=False).exists():
+        # Only a page the requester can read is reported as taken; a hidden one is answered
+        # as a free path (corpus.services.revision_create says why and where it is stopped).
+        if Page.objects.visible_to(requester, "read").filter(path=new_path).exists():
             raise ValidationError({"new_path": f"{new_path} is already a live page"})
         current = page.current_revision
         assert current is not None  # visible pages are live

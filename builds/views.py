@@ -26,6 +26,7 @@ from builds.selectors import (
     visible_drafts,
 )
 from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
+from grants.models import Member
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 
@@ -54,7 +55,6 @@ def build_queue(request: HttpRequest) -> HttpResponse:
 def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)
     member = principal_for_user(request.user)
-    done, total = job_progress(build)
     return render(
         request,
         "builds/build_detail.html",
@@ -64,7 +64,7 @@ def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
             **visible_drafts(build=build, viewer=member),
             "blockers": build_promotion_blockers(build=build, approver=member) if member else [],
             "form": ReviewForm(),
-            "progress": {"done": done, "total": total},
+            "progress": _progress(build, member),
             "promotion": getattr(build, "promotion", None) if build.status == Build.Status.PROMOTED else None,
         },
     )
@@ -75,8 +75,23 @@ def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
 def build_progress(request: HttpRequest, public_id: str) -> HttpResponse:
     """The progress fragment the build page polls (htmx) while an import is being drafted."""
     build = _visible_or_404(request, public_id)
+    progress = _progress(build, principal_for_user(request.user))
+    return render(request, "builds/_progress.html", {"build": build, "progress": progress})
+
+
+def _progress(build: Build, viewer: Member | None) -> dict[str, object]:
+    """How far an import's drafting is; the counts only for those who sent the files.
+
+    An approver of one page sees the build, but the number of files is the number of pages
+    it touches — including pages they cannot read — so they are told only that it drafts.
+    """
     done, total = job_progress(build)
-    return render(request, "builds/_progress.html", {"build": build, "progress": {"done": done, "total": total}})
+    knows_the_files = viewer is not None and (
+        viewer.pk == build.requester_id or build.participants.filter(pk=viewer.pk).exists()
+    )
+    if knows_the_files:
+        return {"running": bool(total), "done": done, "total": total}
+    return {"running": bool(total), "done": None, "total": None}
 
 
 @login_required

@@ -94,13 +94,26 @@ class PageView:
 
 
 def page_read(*, principal: Principal | None, path: str) -> PageView:
-    """Read the live page at ``path``; ``Page.DoesNotExist`` if missing or not visible."""
+    """Read the live page at ``path``; ``Page.DoesNotExist`` if missing or not visible.
+
+    ``sources`` and ``related`` list only the captures and pages ``principal`` can read:
+    a citation or related page the reader cannot open is left out, exactly as if it did not
+    exist (its key or path would tell them it does).
+    """
     page = page_get_visible(principal=principal, path=path)
     revision: Revision = page.current_revision  # type: ignore[assignment]
     promoted_by = None
     if revision.promoted_by_id is not None:
         promoted_by = revision.promoted_by.username  # type: ignore[union-attr]
     meta = revision.frontmatter
+    cited = [str(ref).removeprefix("capture:") for ref in meta.get("sources", [])]
+    readable_sources = set(
+        Source.objects.visible_to(principal, "read").filter(key__in=cited).values_list("key", flat=True)
+    )
+    related = [str(item) for item in meta.get("related", [])]
+    readable_pages = set(
+        Page.objects.visible_to(principal, "read").filter(path__in=related).values_list("path", flat=True)
+    )
     return PageView(
         path=page.path,
         title=page.title,
@@ -111,8 +124,8 @@ def page_read(*, principal: Principal | None, path: str) -> PageView:
         category=page.category,
         sensitivity=page.get_sensitivity_display(),
         as_of=page.as_of.isoformat(),
-        sources=[str(ref).removeprefix("capture:") for ref in meta.get("sources", [])],
-        related=list(meta.get("related", [])),
+        sources=[key for key in cited if key in readable_sources],
+        related=[item for item in related if item in readable_pages],
         body=revision.body,
         revision_sha256=revision.sha256,
         promoted_by=promoted_by,

@@ -279,7 +279,11 @@ def revision_create(
     Raises ``PageInvalid``, ``SecretRefused``, ``NulRefused``, ``PermissionDenied``.
     """
     document = document or page_validate(actor=actor, path=path, markdown=markdown)
-    existing = Page.objects.filter(path=path).first()
+    # A page the actor cannot read is treated as no page at all: the draft is checked and
+    # written exactly as for a free path, so no answer tells the actor it exists. Such a
+    # draft can never replace the page unseen: ``revision_promote`` refuses it and the
+    # review page lists it as a blocker.
+    existing = Page.objects.visible_to(actor, "read").filter(path=path).first()
     if not may_write(actor, document, existing, Permission.SUGGEST):
         # The same refusal whether or not a page exists at the path.
         raise PermissionDenied(f"you hold no suggest permission on {path}")
@@ -350,6 +354,10 @@ def revision_promote(*, actor: Principal, revision: Revision) -> Page:
         existing = Page.objects.select_for_update().filter(path=locked.path).first()
         if not approver_ok(actor, document, existing):
             raise PermissionDenied(f"you may not approve changes to {locked.path}")
+        if unseen_replacement(locked, existing):
+            raise PermissionDenied(
+                f"{locked.path}: the author of this draft cannot read the live page it would replace"
+            )
         owner = Member.objects.filter(user__username=document.owner, is_active=True).first()
         if owner is None:
             raise PageInvalid([Problem("owner", f"{document.owner!r} is not an active member")])
@@ -389,6 +397,18 @@ def revision_promote(*, actor: Principal, revision: Revision) -> Page:
         ):
             raise PermissionDenied(f"you may not approve changes to {locked.path}")
     return page
+
+
+def unseen_replacement(revision: Revision, existing: Page | None) -> bool:
+    """Would promoting ``revision`` replace a live page its author cannot read?
+
+    Drafts to such a path are accepted (refusing them would tell the author the page
+    exists); they are stopped here instead, at the person who can see both.
+    """
+    if existing is None or existing.current_revision_id is None or revision.author_id is None:
+        return False
+    author = Member.objects.filter(pk=revision.author_id).first()
+    return author is None or not Page.objects.visible_to(author, "read").filter(pk=existing.pk).exists()
 
 
 def may_approve_live_page(actor: Principal | None, page: Page) -> bool:

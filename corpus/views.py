@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from corpus.models import Page, Source
+from corpus.models import Page
 from corpus.rendering import render_markdown
 from corpus.search import SearchError, search
 from corpus.selectors import page_read, page_relationships, source_get_visible
@@ -44,13 +44,11 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
         relationships = page_relationships(principal=principal, path=path)
     except Page.DoesNotExist:
         raise Http404("page not found") from None
+    # page_read lists only the captures this reader can open.
     sources = []
     for key in view.sources:
-        try:
-            source = source_get_visible(principal=principal, key=key)
-            sources.append({"key": key, "title": source.title, "uri": source.uri, "visible": True})
-        except Source.DoesNotExist:
-            sources.append({"key": key, "title": None, "uri": None, "visible": False})
+        source = source_get_visible(principal=principal, key=key)
+        sources.append({"key": key, "title": source.title, "uri": source.uri, "visible": True})
     return render(
         request,
         "corpus/page_detail.html",
