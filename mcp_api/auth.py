@@ -6,14 +6,13 @@ Tokens are never read from the query string. A missing or invalid credential get
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest
-from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
 from answers.services import CREDENTIAL_PREFIX, question_credential_owner
 from builds.services import CredentialInvalid, build_credential_resolve
 from mcp_api.tools import BUILD, PERSON, QUESTION, Caller
-from oauth.config import mcp_resource
+from oauth.audience import AUDIENCES_BY_PATH, oauth_token_fits
+from oauth.config import MCP_PATH
 from oauth.tokens import token_holder
 
 
@@ -57,7 +56,6 @@ def person_caller(request: HttpRequest) -> Caller | None:
     if found is None:
         return None
     member, scope, resources = found
-    ours = mcp_resource(settings.BRAIN_BASE_URL)
-    if not any(validate_resource_as_url_prefix(ours, [resource]) for resource in resources):
+    if not oauth_token_fits(AUDIENCES_BY_PATH[MCP_PATH], scope, resources):
         return None  # a token bound to nothing, or to another resource, is not for us
     return Caller(principal=member, kind=PERSON, scopes=frozenset(scope.split()))

@@ -17,12 +17,10 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
-from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
 from brain.errors import json_error
 from brain.inputs import InputRefused, parse_json
@@ -34,7 +32,6 @@ from memory.classify import MemoryInvalid
 from memory.models import Memory, MemoryLink
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
-    api_token_member,
     memory_append,
     memory_forget,
     memory_link,
@@ -44,8 +41,7 @@ from memory.services import (
     memory_unlink,
     memory_update,
 )
-from oauth.config import MEMORY_API_PATH
-from oauth.tokens import token_holder
+from oauth.audience import member_for
 
 EXPORT_PAGE = 500
 IMPORT_MAX_LINES = 500
@@ -53,21 +49,8 @@ MAX_BODY = 5 * 1024 * 1024
 
 
 def api_member(request: HttpRequest) -> Member | None:
-    """The member behind a personal API token or a memory-scoped OAuth token bound to this API."""
-    raw = bearer_token(request)
-    if raw is None:
-        return None
-    member = api_token_member(raw)
-    if member is not None:
-        return member
-    found = token_holder(raw)
-    if found is None:
-        return None
-    holder, scope, resources = found
-    ours = settings.BRAIN_BASE_URL + MEMORY_API_PATH
-    if "memory" not in scope.split() or not any(validate_resource_as_url_prefix(ours, [r]) for r in resources):
-        return None
-    return holder
+    """The member behind the request's bearer token, if this API accepts it (``oauth.audience``)."""
+    return member_for(request, bearer_token(request))
 
 
 def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "read") -> Callable[..., Any]:

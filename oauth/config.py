@@ -13,7 +13,10 @@ from typing import Any
 MCP_PATH = "/api/mcp"
 MEMORY_API_PATH = "/api/memory"
 SCOPES = {
-    "corpus:read": "Read and search the pages and sources you can read yourself",
+    # A consent sentence states everything its scope allows: tagging is the one write here.
+    "corpus:read": (
+        "Read and search the pages and sources you can read yourself, and tag sources you may suggest changes to"
+    ),
     "memory": "Recall and record your own memories and the team's shared ones",
 }
 DEFAULT_SCOPES = ["corpus:read"]

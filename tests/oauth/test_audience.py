@@ -1,0 +1,105 @@
+"""Every API accepts exactly the credentials its row in ``oauth.audience`` names.
+
+The routes come from the URL conf; every kind of credential is tried on every one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import uuid
+from typing import Any
+
+from django.test import override_settings
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application, set_token_value
+
+from memory.services import api_token_issue
+from oauth.audience import AUDIENCES, audience_for, oauth_token_fits
+from oauth.config import MCP_PATH, MEMORY_API_PATH, provider_settings
+from tests.base import BrainTestCase
+
+BASE = "https://brain.example.org"
+
+
+def api_routes(resolver: URLResolver | None = None, prefix: str = "") -> list[str]:
+    resolver = resolver or get_resolver()
+    found: list[str] = []
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            found += api_routes(entry, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            route = prefix + str(entry.pattern)
+            if route.startswith(("api/", "prompt-capsules/")):
+                found.append(route)
+    return found
+
+
+def concrete(route: str) -> str:
+    url = "/" + route
+    for converter, sample in (("str", "x"), ("path", "notes/x"), ("int", "1"), ("uuid", str(uuid.uuid4()))):
+        while f"<{converter}:" in url:
+            start = url.index(f"<{converter}:")
+            url = url[:start] + sample + url[url.index(">", start) + 1 :]
+    return url
+
+
+@override_settings(BRAIN_BASE_URL=BASE, OAUTH2_PROVIDER=provider_settings(BASE, ["https"]))
+class AudienceTests(BrainTestCase):
+    def setUp(self) -> None:
+        self.app = Application.objects.create(
+            name="Agent", client_type="public", authorization_grant_type="authorization-code",
+            redirect_uris="https://agent.example/cb",
+        )  # fmt: skip
+
+    def oauth(self, scope: str, resource: str) -> str:
+        raw = secrets.token_urlsafe(32)
+        token = AccessToken(
+            user=self.alice.user, application=self.app, scope=scope, resource=[BASE + resource],
+            expires=timezone.now() + dt.timedelta(hours=1),
+        )  # fmt: skip
+        set_token_value(token, raw)
+        token.save()
+        return raw
+
+    def authenticated(self, url: str, token: str) -> bool:
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+        response: Any = self.client.get(url, **headers)
+        if response.status_code == 405:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            response = self.client.post(url, data=body, content_type="application/json", **headers)
+        return bool(response.status_code != 401)
+
+    def test_every_api_route_has_a_row(self) -> None:
+        routes = api_routes()
+        assert len(routes) >= 15
+        for route in routes:
+            assert audience_for(concrete(route)) is not None, route
+
+    def test_each_credential_is_accepted_exactly_where_its_row_allows(self) -> None:
+        personal = api_token_issue(actor=self.alice, name="cli")[1]
+        tokens = {
+            ("memory", MEMORY_API_PATH): self.oauth("memory", MEMORY_API_PATH),
+            ("memory", MCP_PATH): self.oauth("memory", MCP_PATH),
+            ("corpus:read", MCP_PATH): self.oauth("corpus:read", MCP_PATH),
+            ("corpus:read", MEMORY_API_PATH): self.oauth("corpus:read", MEMORY_API_PATH),
+            ("corpus:read memory", MCP_PATH): self.oauth("corpus:read memory", MCP_PATH),
+        }
+        for route in api_routes():
+            url = concrete(route)
+            audience = audience_for(url)
+            assert audience is not None
+            with self.subTest(url=url, credential="personal"):
+                assert self.authenticated(url, personal) == audience.personal_tokens
+            for (scope, resource), raw in tokens.items():
+                expected = oauth_token_fits(audience, scope, [BASE + resource])
+                with self.subTest(url=url, scope=scope, resource=resource):
+                    assert self.authenticated(url, raw) == expected
+
+    def test_a_memory_token_no_longer_reaches_the_sources_api(self) -> None:
+        token = self.oauth("memory", MEMORY_API_PATH)
+        response = self.client.get("/api/sources/notes/x", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 401
+        assert dict(AUDIENCES)["/api/sources"].resource is None
