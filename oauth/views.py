@@ -12,6 +12,7 @@ django-oauth-toolkit does the protocol; these subclasses add Brain's rules:
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -94,11 +95,29 @@ class ConsentView(AuthorizationView):
         return response
 
 
-def _refused_metadata(metadata: dict[str, Any]) -> str | None:
-    """Why registration metadata may not be stored (a secret or NUL in any string), or None.
+_LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 
-    Client names and URIs are shown on the consent page and in Connected apps, so they pass
-    the same detector as every other stored text.
+
+def _redirect_refusal(uri: str) -> str | None:
+    """RFC 8252 + 9700: https, plain http only to a loopback address, or an app's own scheme."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme == "https" and parts.hostname:
+        return None
+    if scheme == "http" and parts.hostname in _LOOPBACK_HOSTS:
+        return None
+    if "." in scheme and scheme not in ("http", "https"):
+        return None  # a private-use scheme of a native app (reverse domain name: com.example.app)
+    return f"redirect URI {uri[:100]!r} refused: use https, or plain http only to a loopback address"
+
+
+def _refused_metadata(metadata: dict[str, Any], current: Any = None) -> str | None:
+    """Why client metadata may not be stored, or None.
+
+    Every string passes the secret detector (client names and URIs are shown on the consent
+    page and in Connected apps); redirect URIs follow RFC 8252; only the authorization code
+    and refresh grants are offered. ``current`` (an update, RFC 7592) may not be widened:
+    no new grant type, no other client authentication, no redirect URI it did not have.
     """
     for name, value in metadata.items():
         values = value if isinstance(value, list) else [value]
@@ -108,6 +127,25 @@ def _refused_metadata(metadata: dict[str, Any]) -> str | None:
                     refuse(item, field=str(name)[:64])
                 except (SecretRefused, NulRefused) as refusal:
                     return str(refusal)
+    grant_types = metadata.get("grant_types", ["authorization_code"])
+    if not isinstance(grant_types, list) or not set(map(str, grant_types)) <= REGISTRABLE_GRANT_TYPES:
+        return "Only the authorization_code and refresh_token grant types are offered."
+    redirect_uris = metadata.get("redirect_uris", [])
+    if not isinstance(redirect_uris, list):
+        return "redirect_uris must be a list"
+    for uri in redirect_uris:
+        refusal = _redirect_refusal(str(uri))
+        if refusal is not None:
+            return refusal
+    if current is not None:
+        if set(map(str, redirect_uris)) - set(current.redirect_uris.split()):
+            return "an update cannot add redirect URIs; register a new client instead"
+        method = metadata.get("token_endpoint_auth_method")
+        expected = "none" if current.client_type == "public" else None
+        if method is not None and expected is not None and method != expected:
+            return "an update cannot change how the client authenticates"
+        if method is not None and expected is None and method == "none":
+            return "an update cannot change how the client authenticates"
     return None
 
 
@@ -132,15 +170,6 @@ class RegistrationView(DynamicClientRegistrationView):
             refused = _refused_metadata(metadata)
             if refused is not None:
                 return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
-            grant_types = metadata.get("grant_types", ["authorization_code"])
-            if isinstance(grant_types, list) and not set(map(str, grant_types)) <= REGISTRABLE_GRANT_TYPES:
-                return JsonResponse(
-                    {
-                        "error": "invalid_client_metadata",
-                        "error_description": "Only the authorization_code and refresh_token grant types are offered.",
-                    },
-                    status=400,
-                )
         response: HttpResponse = super().post(request, *args, **kwargs)
         return response
 
@@ -180,9 +209,12 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             metadata = parse_json(request.body)
         except InputRefused as refused:
             return JsonResponse({"error": "invalid_client_metadata", "error_description": str(refused)}, status=400)
-        if isinstance(metadata, dict):
-            refused = _refused_metadata(metadata)
-            if refused is not None:
-                return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
+        if not isinstance(metadata, dict):
+            return JsonResponse(
+                {"error": "invalid_client_metadata", "error_description": "send a JSON object"}, status=400
+            )
+        refused = _refused_metadata(metadata, current=auth.application)
+        if refused is not None:
+            return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
         response: HttpResponse = super().put(request, client_id, *args, **kwargs)
         return response

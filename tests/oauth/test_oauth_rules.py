@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from django.test import TestCase, override_settings
 from oauth2_provider.models import AccessToken, Application
 
-from grants.models import Member
+from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from oauth.config import provider_settings
@@ -305,6 +305,66 @@ class OAuthRuleTests(TestCase):
             grant_type="refresh_token", refresh_token=issued["refresh_token"], client_id=issued["client_id"]
         )
         assert replay.status_code == 400
+
+    def test_a_replayed_authorization_code_revokes_every_token_it_issued(self) -> None:
+        client = self.register()
+        verifier, challenge = pkce()
+        code = self.code_for(client["client_id"], challenge, scope="corpus:read", resource=MCP)
+        exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                    "client_id": client["client_id"], "code_verifier": verifier, "resource": MCP}  # fmt: skip
+        issued = self.token(**exchange).json()
+        refreshed = self.token(
+            grant_type="refresh_token", refresh_token=issued["refresh_token"], client_id=client["client_id"]
+        ).json()
+        assert self.mcp(refreshed["access_token"]).status_code == 200
+        replay = self.token(**exchange)
+        assert replay.status_code == 400
+        assert replay.json()["error"] == "invalid_grant"
+        # Everything descended from the code is dead: the first pair and the refreshed one.
+        assert self.mcp(issued["access_token"]).status_code == 401
+        assert self.mcp(refreshed["access_token"]).status_code == 401
+        again = self.token(
+            grant_type="refresh_token", refresh_token=refreshed["refresh_token"], client_id=client["client_id"]
+        )
+        assert again.status_code == 400
+        assert AuditEvent.objects.filter(action="oauth.code_replay").count() == 1
+
+    def test_registration_refuses_plain_http_redirects_except_loopback(self) -> None:
+        for uri, allowed in (
+            ("http://agent.example/cb", False),
+            ("http://127.0.0.1:8765/cb", True),
+            ("http://[::1]:8765/cb", True),
+            ("http://localhost:8765/cb", True),
+            ("https://agent.example/cb", True),
+            ("javascript:alert(1)", False),
+        ):
+            body = {"client_name": "Agent", "redirect_uris": [uri], "token_endpoint_auth_method": "none"}
+            response = self.client.post("/oauth/register/", data=json.dumps(body), content_type="application/json")
+            with self.subTest(uri=uri):
+                assert (response.status_code == 201) == allowed, response.content
+
+    def test_client_management_cannot_widen_a_client(self) -> None:
+        client = self.register()
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {client['registration_access_token']}"}
+        url = client["registration_client_uri"].replace(BASE, "")
+        base = {"client_id": client["client_id"], "client_name": "Agent", "redirect_uris": [REDIRECT],
+                "token_endpoint_auth_method": "none"}  # fmt: skip
+        for change in (
+            {"grant_types": ["client_credentials"]},
+            {"grant_types": ["authorization_code", "password"]},
+            {"token_endpoint_auth_method": "client_secret_basic"},
+            {"redirect_uris": ["http://agent.example/cb"]},
+        ):
+            response = self.client.put(url, data=json.dumps({**base, **change}), content_type="application/json",
+                                       **headers)  # fmt: skip
+            with self.subTest(change=change):
+                assert response.status_code == 400, response.content
+        application = Application.objects.get(client_id=client["client_id"])
+        assert application.authorization_grant_type == "authorization-code"
+        assert application.client_type == "public"
+        renamed = self.client.put(url, data=json.dumps({**base, "client_name": "Agent 2"}),
+                                  content_type="application/json", **headers)  # fmt: skip
+        assert renamed.status_code == 200, renamed.content
 
     def test_the_daily_sweep_deletes_dormant_tokens_and_keeps_live_ones(self) -> None:
         """A connection whose access token expired longer ago than a refresh token lives is
