@@ -110,6 +110,20 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "brain.urls"
 
+# Mail (people told their password was set by an administrator; invitations later): SMTP
+# when BRAIN_EMAIL_HOST is set, else the console (the message lands in the web log).
+EMAIL_HOST = env_str("BRAIN_EMAIL_HOST") or "localhost"
+EMAIL_PORT = env_int("BRAIN_EMAIL_PORT", 587, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("BRAIN_EMAIL_USER") or ""
+EMAIL_HOST_PASSWORD = env_secret("BRAIN_EMAIL_PASSWORD") or ""
+EMAIL_USE_TLS = env_bool("BRAIN_EMAIL_USE_TLS", True)
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if env_str("BRAIN_EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend"
+)
+DEFAULT_FROM_EMAIL = env_str("BRAIN_EMAIL_FROM") or "brain@localhost"
+
 # The largest body Django reads into memory: the memory import's 5 MB of JSON lines. Every
 # other route has a tighter limit, enforced on the declared length before a byte is read
 # (``brain.inputs.body_limit``); uploads stream to temporary files.

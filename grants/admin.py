@@ -10,7 +10,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -295,3 +298,28 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+# --------------------------------------------------------------------------- Django users
+
+
+class UserAdmin(DjangoUserAdmin):
+    """Django's user admin, with one addition: setting someone's password is audited and they are told.
+
+    A superuser can set any user's password here — the trust boundary of a self-hosted
+    deployment (docs/security.md). It cannot be done silently: the change writes an audit
+    event naming who did it, and the person gets an email saying their password was set by
+    an administrator (Django's mail backend; the console in development).
+    """
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
+        response = super().user_change_password(request, id, form_url)
+        if request.method == "POST" and response.status_code == 302:
+            user = self.get_object(request, unquote(id))
+            if user is not None:
+                services.password_set_by_administrator(actor=admin_actor(request), user=user)
+        return response
+
+
+admin.site.unregister(User)
+admin.site.register(User, UserAdmin)

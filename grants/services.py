@@ -7,16 +7,21 @@ administer; they never confer content access.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from corpus.paths import PathError, validate_category, validate_scope_path
 from grants.audit import audit_record
 from grants.models import Grant, Group, GroupMembership, Member, Permission, ServiceAccount
-from grants.principals import Principal, SystemPrincipal
+from grants.principals import Principal, SystemPrincipal, actor_fields
+
+logger = logging.getLogger(__name__)
 
 
 def require_administrator(actor: Principal | None) -> None:
@@ -278,3 +283,29 @@ def grant_revoke(*, actor: Principal, grant: Grant) -> None:
         grant_id = grant.pk
         Grant.objects.filter(pk=grant_id).delete()
         audit_record(actor=actor, action="grant.revoke", target_type="grant", target=str(grant_id), metadata=metadata)
+
+
+def password_set_by_administrator(*, actor: Principal, user: Any) -> None:
+    """Record that an administrator set ``user``'s password, and tell the person by email.
+
+    Called by the admin after Django's own password form saved the change. The audit event
+    names the actor and the account, never the password; the email says when, by whom and
+    what to do if it was unexpected.
+    """
+    username = str(user.get_username())
+    audit_record(actor=actor, action="member.password_set", target_type="user", target=username)
+    if not user.email:
+        logger.warning("password of %s set by an administrator; they have no email address to be told", username)
+        return
+    _kind, _id, label = actor_fields(actor)
+    send_mail(
+        subject="Your Brain password was changed by an administrator",
+        message=(
+            f"Hello {username},\n\nAn administrator ({label}) set a new password for your Brain account "
+            f"on {timezone.now():%Y-%m-%d %H:%M} UTC. If you did not ask for this, tell your administrator "
+            "or security team now.\n"
+        ),
+        from_email=None,
+        recipient_list=[user.email],
+        fail_silently=True,
+    )

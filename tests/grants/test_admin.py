@@ -116,3 +116,28 @@ class MemberAddTests(BrainTestCase):
         assert response.status_code == 302
         self.bob.refresh_from_db()
         assert not self.bob.is_active
+
+
+class PasswordSetByAdministratorTests(BrainTestCase):
+    def test_setting_a_password_in_the_admin_is_audited_and_the_person_is_told(self) -> None:
+        from django.core import mail
+
+        self.bob.user.email = "bob@example.org"
+        self.bob.user.save(update_fields=["email"])
+        self.client.force_login(self.charlie.user)
+        charlie = self.charlie.user
+        charlie.is_superuser = True
+        charlie.save(update_fields=["is_superuser"])
+        response = self.client.post(
+            f"/admin/auth/user/{self.bob.user.pk}/password/",
+            {"password1": "a long new passphrase 7", "password2": "a long new passphrase 7"},
+        )
+        assert response.status_code == 302, response.content.decode()[:500]
+        event = AuditEvent.objects.get(action="member.password_set")
+        assert event.actor_label == "charlie"
+        assert event.target == "bob"
+        assert "passphrase" not in str(event.metadata)
+        assert len(mail.outbox) == 1
+        assert mail.outbox[0].to == ["bob@example.org"]
+        assert "charlie" in mail.outbox[0].body
+        assert "passphrase" not in mail.outbox[0].body
