@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest bench-secrets bench-answers conformance
+.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-answers conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench-ingest: $(STAMP)
 # Recall and false positives of the secret detector on the labelled corpus (seconds).
 bench-secrets: $(STAMP)
 	$(PY) -m bench.secrets
+
+# Worker-seconds of the worst inputs found beside ordinary twins of the same size (a minute).
+bench-hostile: $(STAMP)
+	$(PY) -m bench.hostile
 
 # The extractive answerer on the PostgreSQL-manual set (a few minutes: the corpus is embedded).
 bench-answers: $(STAMP)

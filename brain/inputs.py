@@ -46,26 +46,27 @@ class InputRefused(ValueError):
 # --------------------------------------------------------------------------- JSON
 
 
-def _max_depth(raw: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside strings, counted without recursion."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def nested_deeper_than(raw: str, limit: int) -> bool:
+    """Whether ``[``/``{`` nest more than ``limit`` deep outside JSON strings, without recursion.
+
+    Stops at the first level past the limit, and skips the scan when there are not even
+    ``limit`` opening brackets, so a hostile body costs less to refuse than a plain one to parse.
+    """
+    if raw.count("[") + raw.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKET_OR_STRING.finditer(raw):
+        lexeme = match.group(0)
+        if lexeme in ("[", "{"):
             depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
+            if depth > limit:
+                return True
+        elif lexeme in ("]", "}"):
             depth -= 1
-    return deepest
+    return False
 
 
 def _refuse_constant(name: str) -> Any:
@@ -110,7 +111,7 @@ def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str
         raw = body.decode("utf-8") if isinstance(body, bytes) else body
     except UnicodeDecodeError:
         raise InputRefused("the body is not UTF-8 text") from None
-    if ("[" in raw or "{" in raw) and _max_depth(raw) > max_depth:
+    if nested_deeper_than(raw, max_depth):
         raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep")
     try:
         value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)

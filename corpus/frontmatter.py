@@ -16,6 +16,7 @@ from typing import Any
 import frontmatter
 import yaml
 
+from brain.inputs import nested_deeper_than
 from corpus.paths import PathError, validate_category, validate_page_path
 from grants.models import Sensitivity
 from grants.principals import Principal
@@ -59,6 +60,11 @@ class _FrontmatterHandler(frontmatter.YAMLHandler):  # type: ignore[misc]
     def load(self, fm: str, **kwargs: object) -> Any:
         if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
             raise ValueError(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KB")
+        # PyYAML composes flow collections recursively: a deep one costs a second of stack
+        # before it fails. Counting brackets first refuses it at once (quotes are ignored, so
+        # this bound is looser than the real one below).
+        if nested_deeper_than(fm, 8 * MAX_FRONTMATTER_DEPTH):
+            raise ValueError(f"frontmatter is nested more than {MAX_FRONTMATTER_DEPTH} levels deep")
         try:
             value = yaml.load(fm, Loader=_PlainYamlLoader)  # noqa: S506 (a SafeLoader subclass)
         except RecursionError:  # PyYAML composes nested flow collections recursively

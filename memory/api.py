@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
-from brain.errors import json_error
+from brain.errors import error_body, json_error
 from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
@@ -309,9 +309,9 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
             continue
         records.append(record)
     if problems:
-        return JsonResponse(
-            {"error": {"code": "invalid", "message": "nothing was imported", "lines": problems}}, status=400
-        )
+        body = error_body("invalid", "nothing was imported")
+        body["error"]["lines"] = problems
+        return JsonResponse(body, status=400)
     try:
         hit(principal_key=f"member:{member.pk}", rate_class="import", cost=len(records))
     except RateLimited as limited:

@@ -185,6 +185,65 @@ class HostileRoutesTests(BrainTestCase):
         assert self.errors.records == []
 
 
+# Until REST v1 publishes an OpenAPI schema: every JSON endpoint, with the methods that take a body.
+REST_ENDPOINTS: list[tuple[str, str]] = [
+    ("POST", "/api/memory/capture"),
+    ("GET", "/api/memory/entries"),
+    ("PATCH", "/api/memory/entries/{memory}"),
+    ("POST", "/api/memory/entries/{memory}/append"),
+    ("POST", "/api/memory/entries/{memory}/status"),
+    ("POST", "/api/memory/entries/{memory}/share"),
+    ("GET", "/api/memory/entries/{memory}/connections"),
+    ("POST", "/api/memory/links"),
+    ("DELETE", "/api/memory/links"),
+    ("POST", "/api/memory/recall"),
+    ("GET", "/api/memory/recall"),
+    ("GET", "/api/memory/count"),
+    ("GET", "/api/memory/stats"),
+    ("GET", "/api/memory/export"),
+    ("POST", "/api/memory/import"),
+    ("POST", "/api/sources"),
+    ("GET", "/api/sources/notes/x"),
+    ("GET", "/prompt-capsules/core"),
+    ("GET", "/prompt-capsules/projects/x"),
+]
+HOSTILE_BODIES: list[str | bytes] = [
+    "{}", "[]", "null", "7", '"x"', "{" * 10_000, '{"content": null}', '{"content": 5}', '{"content": ["x"]}',
+    '{"content": {"a": 1}}', '{"content": "a\\u0000b"}', '{"tags": "x"}', '{"tags": [1, null]}',
+    '{"query": "' + "x" * 100_000 + '"}', '{"topK": -5}', '{"topK": "NaN"}', '{"limit": 1e400}',
+    '{"workspace": "nope"}', '{"status": ["canonical"]}', '{"from_id": 1, "to_id": {"a": 1}}',
+    b"\xff\xfe\x00", '{"content": "x"}\n{"content":', "x" * 1000,
+]  # fmt: skip
+
+
+class HostileRestTests(BrainTestCase):
+    def test_every_rest_endpoint_takes_every_hostile_body_without_a_500(self) -> None:
+        from memory.services import api_token_issue, memory_remember
+
+        token = api_token_issue(actor=self.alice, name="cli")[1]
+        memory = memory_remember(actor=self.alice, content="We ship on Thursdays.").memory
+        errors = _ErrorRecords()
+        logging.getLogger().addHandler(errors)
+        self.client.raise_request_exception = False
+        try:
+            for method, template in REST_ENDPOINTS:
+                url = template.format(memory=memory.pk)
+                for body in HOSTILE_BODIES:
+                    for content_type in ("application/json", "application/x-ndjson", "text/plain"):
+                        with self.subTest(method=method, url=url, body=repr(body)[:30], content_type=content_type):
+                            response = self.client.generic(
+                                method, url, data=body, content_type=content_type,
+                                HTTP_AUTHORIZATION=f"Bearer {token}",
+                            )  # fmt: skip
+                            assert response.status_code < 500, response.content[:200]
+                            if response.status_code >= 400 and response["Content-Type"].startswith("application/json"):
+                                error = response.json()["error"]
+                                assert {"code", "message", "request_id"} <= set(error), error
+        finally:
+            logging.getLogger().removeHandler(errors)
+        assert errors.records == [], [record.getMessage() for record in errors.records]
+
+
 class HostileMcpTests(BrainTestCase):
     """Every tool of the catalogue, on the build endpoint (its widest projection)."""
 

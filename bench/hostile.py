@@ -1,0 +1,214 @@
+"""Worker-seconds of the worst inputs found, each beside an ordinary twin of the same size.
+
+    .venv/bin/python -m bench.hostile [--rounds 3]
+
+Builds a throwaway database (``brain_bench_hostile``), then for each pair runs the path a
+worker or web process would run, in this process, and prints the median CPU seconds of
+each and their ratio (hostile / ordinary). Every hostile input should cost at most 5x its
+twin. The pairs:
+
+- documents through ``document_ingest`` + ``extraction_run`` (convert, mask, chunk, embed,
+  store): a SubRip file with a 50,000-digit line (the ``srt`` package's regex took minutes),
+  HTML nested 20,000 elements deep, a DOCX zip bomb, a WebVTT file of one huge cue;
+- page validation (``page_validate``): a YAML alias bomb, frontmatter nested 30,000 deep;
+- request bodies (``brain.inputs.parse_json``): 100,000 nested brackets;
+- rendering (``rendered_text``): 10,000 nested blockquotes;
+- the secret detector (``find``): 200 KB of single digits and separators.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import statistics
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+if not __package__:
+    # Run as a file: replace (not prepend to) the script's own folder, where bench/secrets.py
+    # would shadow the standard library's `secrets` module.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench.scratch import drop_scratch, setup_scratch_django
+
+WORDS = (
+    "customer contract renewal pricing discount approval escalation account manager quarterly review onboarding "
+    "checklist incident response runbook deployment release rollback database backup restore retention policy"
+).split()
+
+
+def prose(rng: random.Random, size: int) -> str:
+    words: list[str] = []
+    while sum(len(word) + 1 for word in words) < size:
+        words.append(rng.choice(WORDS))
+    return " ".join(words)[:size]
+
+
+def srt_pair(rng: random.Random) -> tuple[bytes, bytes]:
+    hostile = ("1\n00:00:01,000 --> 00:00:02,000\nhello\n\n2\n" + "1" * 50_000 + "\n").encode()
+    cues, n = [], 1
+    while sum(len(cue) for cue in cues) < len(hostile):
+        cues.append(f"{n}\n00:00:{n % 60:02d},000 --> 00:00:{n % 60:02d},500\n{prose(rng, 60)}\n\n")
+        n += 1
+    return hostile, "".join(cues).encode()[: len(hostile)]
+
+
+def html_pair(rng: random.Random) -> tuple[bytes, bytes]:
+    depth = 20_000
+    hostile = ("<html><body>" + "<div>" * depth + "deep" + "</div>" * depth + "</body></html>").encode()
+    paragraphs = []
+    while sum(len(p) for p in paragraphs) < len(hostile):
+        paragraphs.append(f"<p>{prose(rng, 200)}</p>")
+    return hostile, ("<html><body>" + "".join(paragraphs) + "</body></html>").encode()
+
+
+def docx_pair(rng: random.Random) -> tuple[bytes, bytes]:
+    import docx
+
+    document = docx.Document()
+    for _ in range(40):
+        document.add_paragraph(prose(rng, 400))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    ordinary = buffer.getvalue()
+    # The same package with one member that inflates 1,000-fold: a zip bomb.
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(ordinary)) as source, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            out.writestr(info, source.read(info))
+        out.writestr("word/media/padding.bin", b"\0" * (len(ordinary) * 1000))
+    return bomb.getvalue(), ordinary
+
+
+def vtt_pair(rng: random.Random) -> tuple[bytes, bytes]:
+    hostile = ("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n" + "x" * 60_000 + "\n").encode()
+    cues, n = ["WEBVTT\n\n"], 1
+    while sum(len(cue) for cue in cues) < len(hostile):
+        cues.append(f"00:00:{n % 60:02d}.000 --> 00:00:{n % 60:02d}.500\n{prose(rng, 60)}\n\n")
+        n += 1
+    return hostile, "".join(cues).encode()[: len(hostile)]
+
+
+def frontmatter(extra: str, body: str) -> str:
+    return (
+        "---\ntype: topic\nowner: bench\nstatus: approved\nchange_policy: gate\nas_of: 2026-11-30\n"
+        f"title: Bench\n{extra}---\n\n# Bench\n\n{body}\n"
+    )
+
+
+def yaml_pairs(rng: random.Random) -> list[tuple[str, str, str]]:
+    laughs = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+        f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcdefgh", "bcdefghi", strict=False)
+    )
+    bomb = frontmatter(laughs, "x")
+    deep = frontmatter("category: " + "[" * 30_000 + "]" * 30_000 + "\n", "x")
+    return [
+        ("YAML alias bomb", bomb, frontmatter("", prose(rng, len(bomb)))),
+        ("frontmatter nested 30,000 deep", deep, frontmatter("", prose(rng, len(deep)))),
+    ]
+
+
+def cpu_seconds(work: Callable[[], object], rounds: int, *, hostile: bool) -> tuple[float, str]:
+    """Median CPU seconds of ``work`` and how it ended (a refusal is expected of hostile input)."""
+    timings, outcome = [], "ok"
+    for _ in range(rounds):
+        started = time.process_time()
+        try:
+            result = work()
+            outcome = result if isinstance(result, str) and len(result) <= 12 else "ok"  # a status word
+        except Exception as exc:
+            if not hostile:
+                raise
+            outcome = f"refused ({type(exc).__name__})"
+        timings.append(time.process_time() - started)
+    return statistics.median(timings), outcome
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    args = parser.parse_args()
+    setup_scratch_django("brain_bench_hostile")
+
+    from brain import embeddings
+    from brain.inputs import parse_json
+    from brain.text.secrets import find
+    from corpus.rendering import rendered_text
+    from corpus.services import page_validate
+    from grants.principals import SYSTEM
+    from grants.services import grant_issue, member_create
+    from ingest.models import Document
+    from ingest.services import document_ingest, extraction_run
+
+    bench = member_create(actor=SYSTEM, username="bench")
+    grant_issue(actor=SYSTEM, member=bench, path="captures/", permission="suggest")
+    embeddings.embed(["warm up the model"])
+    rng = random.Random(7)
+    counter = iter(range(1_000_000))
+
+    def ingest(filename: str, data: bytes) -> Callable[[], object]:
+        def work() -> object:
+            # The same bytes again would return the first extraction: forget the last round's.
+            Document.objects.all().delete()
+            extraction = document_ingest(
+                actor=bench, filename=filename, data=data, key=f"b/{next(counter)}", enqueue=False
+            )
+            return extraction_run(extraction.pk)
+
+        return work
+
+    rows: list[tuple[str, int, float, float, str]] = []
+
+    def pair(label: str, size: int, hostile: Callable[[], object], ordinary: Callable[[], object]) -> None:
+        bad, outcome = cpu_seconds(hostile, args.rounds, hostile=True)
+        good, usual = cpu_seconds(ordinary, args.rounds, hostile=False)
+        rows.append((label, size, bad, good, f"{outcome} / {usual}"))
+        print(f"  measured: {label}", flush=True)
+
+    for label, filename, (bad, good) in (
+        ("SubRip, a 50,000-digit line", "x.srt", srt_pair(rng)),
+        ("HTML nested 20,000 deep", "x.html", html_pair(rng)),
+        ("DOCX zip bomb (1,000x)", "x.docx", docx_pair(rng)),
+        ("WebVTT, one 60 KB cue", "x.vtt", vtt_pair(rng)),
+    ):
+        pair(label, len(bad), ingest(filename, bad), ingest(filename, good))
+    for label, bad_page, good_page in yaml_pairs(rng):
+        pair(
+            label, len(bad_page),
+            lambda page=bad_page: page_validate(actor=SYSTEM, path="topics/bench.md", markdown=page),
+            lambda page=good_page: page_validate(actor=SYSTEM, path="topics/bench.md", markdown=page),
+        )  # fmt: skip
+    deep_json = "[" * 100_000 + "]" * 100_000
+    plain_json = '{"content": "' + prose(rng, len(deep_json) - 16) + '"}'
+    pair("JSON nested 100,000 deep", len(deep_json), lambda: parse_json(deep_json), lambda: parse_json(plain_json))
+    quotes = "> " * 10_000 + "deep\n"
+    pair(
+        "Markdown, 10,000 nested quotes", len(quotes),
+        lambda: rendered_text(quotes, page_path="topics/x.md"),
+        lambda: rendered_text(prose(rng, len(quotes)), page_path="topics/x.md"),
+    )  # fmt: skip
+    digits = " ".join(rng.choice("0123456789") for _ in range(100_000))
+    text = prose(rng, len(digits))
+    pair("detector, 200 KB of spaced digits", len(digits), lambda: find(digits), lambda: find(text))
+
+    print(
+        f"\n{'input':36} {'bytes':>9} {'hostile s':>10} {'ordinary s':>11} {'ratio':>7}  outcome (hostile / ordinary)"
+    )
+    worst = 0.0
+    for label, size, bad, good, outcome in rows:
+        ratio = bad / max(good, 1e-4)
+        worst = max(worst, ratio)
+        flag = "" if ratio <= 5 else "  OVER 5x"
+        print(f"{label:36} {size:9,d} {bad:10.3f} {good:11.3f} {ratio:7.2f}  {outcome}{flag}")
+    print(f"\nworst ratio {worst:.2f} (target <= 5); CPU seconds are medians of {args.rounds} rounds")
+    if not args.keep:
+        drop_scratch("brain_bench_hostile")
+
+
+if __name__ == "__main__":
+    main()
