@@ -30,6 +30,7 @@ from corpus.models import Page
 from corpus.paths import validate_page_path
 from corpus.services import (
     ChunkStats,
+    capture_key_assign,
     drafts_publish,
     figure_record,
     markdown_sha,
@@ -253,8 +254,10 @@ def build_record_capture(*, build: Build, **fields: Any) -> BuildCapture:
     """Record a capture on the branch: a draft source, invisible until the build is promoted.
 
     Same guards as ``corpus.services.source_create`` (key form, scanner, the requester's
-    ``suggest`` on ``captures/<key>``).
+    ``suggest`` on ``captures/<key>``). The key gets a server-chosen suffix
+    (``capture_key_assign``): the caller cites the key it is given back.
     """
+    fields["key"] = capture_key_assign(fields.get("key"))
     with transaction.atomic():
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:

@@ -24,6 +24,7 @@ import hashlib
 import logging
 import posixpath
 import re
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -469,6 +470,34 @@ def _normalise_tags(tags: Iterable[str]) -> list[str]:
     if len(cleaned) > MAX_TAGS:
         raise ValidationError({"tags": f"at most {MAX_TAGS} tags"})
     return cleaned
+
+
+CAPTURE_KEY_SUFFIX_HEX = 6
+
+
+def capture_key_assign(requested: str | None, *, default_prefix: str = "notes") -> str:
+    """The key a capture recorded by a client gets: what it asked for, plus a suffix the server chose.
+
+    Capture keys are unique across the whole brain, tiers and other builds' drafts included.
+    Were the requested key used as it is, "that key is taken" would tell a caller a capture
+    exists that they cannot read; so every client-recorded capture gets ``-<6 hex>`` after
+    its last segment (``calls/kickoff`` → ``calls/kickoff-3f9a1c``; no key: the day,
+    ``uploads/2026-12-01-3f9a1c``), whether or not anything collides, and the caller cites
+    the key it is given back. Grants by prefix are unaffected.
+    Raises ``ValidationError`` naming the key's rule.
+    """
+    base = requested if requested else f"{default_prefix}/{timezone.now():%Y-%m-%d}"
+    try:
+        validate_source_id(base)
+    except ValueError as exc:
+        raise ValidationError({"key": str(exc)}) from None
+    if len(base) > 200 - CAPTURE_KEY_SUFFIX_HEX - 1:
+        raise ValidationError({"key": f"a capture key is at most {200 - CAPTURE_KEY_SUFFIX_HEX - 1} characters here"})
+    for _ in range(5):
+        key = f"{base}-{secrets.token_hex(CAPTURE_KEY_SUFFIX_HEX // 2)}"
+        if not Source.objects.filter(key=key).exists():
+            return key
+    raise ValidationError({"key": "could not assign a free key; try again"})
 
 
 def source_create(

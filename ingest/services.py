@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import secrets
 import time
 from typing import Any
 
@@ -29,7 +28,7 @@ from brain.jobs import enqueue_on_commit, resend_lost
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
-from corpus.services import source_create
+from corpus.services import capture_key_assign, source_create
 from grants.audit import audit_record
 from grants.models import Member
 from ingest.converters import ConversionFailed, Unsupported, convert, sniff
@@ -78,9 +77,9 @@ def document_ingest(
         detected = sniff(data, filename)
     except Unsupported as exc:
         raise ValidationError({"file": f"unsupported file: {exc}"}) from exc
-    capture_key = key or f"uploads/{digest[:16]}"
-    if key is None and Source.objects.filter(key=capture_key).exists():
-        capture_key = f"{capture_key}-{secrets.token_hex(4)}"  # someone's capture of the same bytes
+    # Never derived from the bytes, never the caller's key as it is: a taken key (someone's
+    # capture of the same bytes, or of the same name) must not be observable.
+    capture_key = capture_key_assign(key, default_prefix="uploads")
     storage_name = f"originals/{digest}"
     with transaction.atomic():
         source = source_create(

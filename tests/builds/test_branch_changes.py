@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
@@ -70,21 +72,25 @@ class BranchDraftsTests(BranchChangeTests):
         grant_issue(actor=SYSTEM, member=self.bob, path="captures/", permission="read")
         publish("topics/pricing/renewals.md", title="Renewals")
         build = build_open(actor=self.alice, title="Sourced update")
-        build_record_capture(build=build, key="tickets/sup-7", kind="ticket", title="SUP-7", text="Customer asks.")
+        recorded = build_record_capture(
+            build=build, key="tickets/sup-7", kind="ticket", title="SUP-7", text="Customer asks."
+        )
+        key = recorded.source.key
+        assert re.fullmatch(r"tickets/sup-7-[0-9a-f]{6}", key)
         build_record_figure(
             build=build, page_path="topics/pricing/price-list.md", key="seat-price", value="12", unit="EUR",
             as_of=dt.date(2026, 11, 1),
         )  # fmt: skip
         build_link_pages(build=build, path="topics/pricing/price-list.md", target="topics/pricing/renewals.md")
         with pytest.raises(Source.DoesNotExist):
-            source_get_visible(principal=self.bob, key="tickets/sup-7")
+            source_get_visible(principal=self.bob, key=key)
         with pytest.raises(Figure.DoesNotExist):
             figure_current(principal=self.bob, key="seat-price")
         assert page_relationships(principal=self.bob, path="topics/pricing/price-list.md")["related"] == []
 
         build = build_submit(actor=self.alice, build=build)
         build_promote(actor=self.victor, build=build)
-        assert source_get_visible(principal=self.bob, key="tickets/sup-7").title == "SUP-7"
+        assert source_get_visible(principal=self.bob, key=key).title == "SUP-7"
         assert figure_current(principal=self.bob, key="seat-price").unit == "EUR"
         related = page_relationships(principal=self.bob, path="topics/pricing/price-list.md")["related"]
         assert [item["path"] for item in related] == ["topics/pricing/renewals.md"]
@@ -95,7 +101,7 @@ class BranchDraftsTests(BranchChangeTests):
 
         grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
         build = build_open(actor=self.alice, title="Capture only")
-        build_record_capture(build=build, key="tickets/sup-8", kind="ticket", title="SUP-8")
+        key = build_record_capture(build=build, key="tickets/sup-8", kind="ticket", title="SUP-8").source.key
         build = build_submit(actor=self.alice, build=build)
         # Victor cannot even read captures: the blocker names nothing.
         assert build_promotion_blockers(build=build, approver=self.victor) == [
@@ -103,5 +109,5 @@ class BranchDraftsTests(BranchChangeTests):
         ]
         grant_issue(actor=SYSTEM, member=self.victor, path="captures/", permission="read")
         assert build_promotion_blockers(build=build, approver=self.victor) == [
-            "capture:tickets/sup-8: you do not hold approve on this capture"
+            f"capture:{key}: you do not hold approve on this capture"
         ]

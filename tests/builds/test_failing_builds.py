@@ -63,13 +63,15 @@ class CaptureOnlyBuildTests(BrainTestCase):
 
     def test_the_capture_approver_sees_reviews_and_promotes_it(self) -> None:
         build = build_open(actor=self.dora, title="Call notes")
-        build_record_capture(build=build, key="calls/kickoff", kind="note", title="Kickoff", text="Notes.")
+        key = build_record_capture(
+            build=build, key="calls/kickoff", kind="note", title="Kickoff", text="Notes."
+        ).source.key
         build = build_submit(actor=self.dora, build=build)
         assert build_get_visible(principal=self.erin, public_id=build.public_id) == build
         assert build in build_list_awaiting_review(principal=self.erin)
         assert build_promotion_blockers(build=build, approver=self.erin) == []
         build_promote(actor=self.erin, build=build, note="ok")
-        assert Source.objects.get(key="calls/kickoff").is_live
+        assert Source.objects.get(key=key).is_live
         # Someone without approve on the capture still sees nothing of it.
         assert build not in build_list_awaiting_review(principal=self.bob)
 

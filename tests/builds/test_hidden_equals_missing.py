@@ -32,6 +32,7 @@ MISSING = "topics/pricing/nothing-here.md"
 
 def normalise(body: dict[str, Any], target: str) -> str:
     text = json.dumps(body, sort_keys=True).replace(target, "<target>")
+    text = re.sub(r"-[0-9a-f]{6}\b", "-<suffix>", text)  # server-assigned capture key suffixes
     return re.sub(r'"request_id": "[^"]+"', '"request_id": "<id>"', text)
 
 
@@ -78,6 +79,32 @@ class HiddenEqualsMissingTests(BrainTestCase):
             "record_figure",
             lambda target: {"page_path": target, "key": "arr", "value": "1", "unit": "EUR", "as_of": "2026-11-01"},
         )
+
+    def test_a_capture_key_someone_else_holds_is_never_observable(self) -> None:
+        from corpus.models import Source
+
+        grant_issue(actor=SYSTEM, member=self.dora, path="captures/notes/", permission="suggest")
+        capture("notes/board-minutes", title="Board", sensitivity="restricted", category="finance")
+        answers = []
+        for key in ("notes/board-minutes", "notes/never-used"):
+            build, token = self.fresh_build()
+            status, body = self.call(token, "record_capture", {"key": key, "kind": "note", "title": "Mine"})
+            answers.append((status, normalise(body, key), build.captures.count()))
+        assert answers[0] == answers[1], answers
+        assert answers[0][0] == 200
+        assert Source.objects.filter(key="notes/board-minutes").count() == 1  # the hidden one, untouched
+
+        # Uploading bytes identical to a capture the uploader cannot read: no telltale key.
+        from ingest.services import document_ingest
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=self.dora, path="captures/uploads/", permission="suggest")
+        hidden = document_ingest(actor=self.alice, filename="a.txt", data=b"same bytes", key="private/a", enqueue=False)
+        theirs = document_ingest(actor=self.dora, filename="a.txt", data=b"same bytes", enqueue=False)
+        fresh = document_ingest(actor=self.dora, filename="b.txt", data=b"other bytes", enqueue=False)
+        shapes = {re.sub(r"[0-9a-f]{6}$", "", e.document.source.key) for e in (theirs, fresh)}
+        assert len(shapes) == 1, shapes
+        assert hidden.document.source.key != theirs.document.source.key
 
     def test_a_draft_over_a_hidden_page_is_shown_to_its_author_as_new_and_never_promoted(self) -> None:
         build, token = self.fresh_build()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from typing import Any
 from unittest import mock
@@ -351,19 +352,21 @@ class IngestWebTests(TestCase):
                 "/sources/upload",
                 {"file": SimpleUploadedFile("notes.md", FILES["notes.md"][1]()), "key": "docs/renewal-notes"},
             )
-        assert answer["Location"] == "/sources/docs/renewal-notes"
-        queued = self.client.get("/sources/docs/renewal-notes", HTTP_HX_REQUEST="true").content.decode()
+        location = answer["Location"]
+        assert re.fullmatch(r"/sources/docs/renewal-notes-[0-9a-f]{6}", location)  # the server's suffix
+        key = location.removeprefix("/sources/")
+        queued = self.client.get(location, HTTP_HX_REQUEST="true").content.decode()
         assert 'hx-trigger="every 2s"' in queued  # polls while it runs
         extraction_run(Extraction.objects.get().pk)
-        page = self.client.get("/sources/docs/renewal-notes").content.decode()
-        assert "capture:docs/renewal-notes" in page
+        page = self.client.get(location).content.decode()
+        assert f"capture:{key}" in page
         assert "processed in" in page
         assert AWS_KEY not in page
-        partial = self.client.get("/sources/docs/renewal-notes", HTTP_HX_REQUEST="true").content.decode()
+        partial = self.client.get(location, HTTP_HX_REQUEST="true").content.decode()
         assert partial.startswith('<div id="extraction"')
         assert "hx-trigger" not in partial  # done: polling stops
         self.client.force_login(self.bob.user)
-        assert self.client.get("/sources/docs/renewal-notes").status_code == 404
+        assert self.client.get(location).status_code == 404
         refused = self.client.post("/sources/upload", {"file": SimpleUploadedFile("x.txt", b"bob's")})
         assert refused.status_code == 400
         assert "suggest" in refused.content.decode() or "may not" in refused.content.decode()
