@@ -50,7 +50,8 @@ def prose(rng: random.Random, size: int) -> str:
 
 def srt_pair(rng: random.Random) -> tuple[bytes, bytes]:
     hostile = ("1\n00:00:01,000 --> 00:00:02,000\nhello\n\n2\n" + "1" * 50_000 + "\n").encode()
-    cues, n = [], 1
+    cues: list[str] = []
+    n = 1
     while sum(len(cue) for cue in cues) < len(hostile):
         cues.append(f"{n}\n00:00:{n % 60:02d},000 --> 00:00:{n % 60:02d},500\n{prose(rng, 60)}\n\n")
         n += 1
@@ -60,7 +61,7 @@ def srt_pair(rng: random.Random) -> tuple[bytes, bytes]:
 def html_pair(rng: random.Random) -> tuple[bytes, bytes]:
     depth = 20_000
     hostile = ("<html><body>" + "<div>" * depth + "deep" + "</div>" * depth + "</body></html>").encode()
-    paragraphs = []
+    paragraphs: list[str] = []
     while sum(len(p) for p in paragraphs) < len(hostile):
         paragraphs.append(f"<p>{prose(rng, 200)}</p>")
     return hostile, ("<html><body>" + "".join(paragraphs) + "</body></html>").encode()
@@ -86,7 +87,8 @@ def docx_pair(rng: random.Random) -> tuple[bytes, bytes]:
 
 def vtt_pair(rng: random.Random) -> tuple[bytes, bytes]:
     hostile = ("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n" + "x" * 60_000 + "\n").encode()
-    cues, n = ["WEBVTT\n\n"], 1
+    cues = ["WEBVTT\n\n"]
+    n = 1
     while sum(len(cue) for cue in cues) < len(hostile):
         cues.append(f"00:00:{n % 60:02d}.000 --> 00:00:{n % 60:02d}.500\n{prose(rng, 60)}\n\n")
         n += 1
@@ -200,11 +202,11 @@ def main() -> None:
         f"\n{'input':36} {'bytes':>9} {'hostile s':>10} {'ordinary s':>11} {'ratio':>7}  outcome (hostile / ordinary)"
     )
     worst = 0.0
-    for label, size, bad, good, outcome in rows:
-        ratio = bad / max(good, 1e-4)
+    for label, size, hostile_s, ordinary_s, outcome in rows:
+        ratio = hostile_s / max(ordinary_s, 1e-4)
         worst = max(worst, ratio)
         flag = "" if ratio <= 5 else "  OVER 5x"
-        print(f"{label:36} {size:9,d} {bad:10.3f} {good:11.3f} {ratio:7.2f}  {outcome}{flag}")
+        print(f"{label:36} {size:9,d} {hostile_s:10.3f} {ordinary_s:11.3f} {ratio:7.2f}  {outcome}{flag}")
     print(f"\nworst ratio {worst:.2f} (target <= 5); CPU seconds are medians of {args.rounds} rounds")
     if not args.keep:
         drop_scratch("brain_bench_hostile")

@@ -156,8 +156,8 @@ def main() -> None:
     if manual.exists():
         documents = [json.loads(line)["text"] for line in manual.open(encoding="utf-8")]
         size = sum(len(text.encode()) for text in documents) / 1e6
-        flagged = defaultdict(int)
-        examples = []
+        flagged: defaultdict[str, int] = defaultdict(int)
+        examples: list[tuple[str, str]] = []
         for text in documents:
             for finding in find(text):
                 flagged[finding.kind] += 1

@@ -15,6 +15,7 @@ from typing import Any
 
 import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from brain.inputs import nested_deeper_than
 from corpus.paths import PathError, validate_category, validate_page_path
@@ -42,11 +43,11 @@ class _PlainYamlLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(
                 None, None, "aliases (*name) are not allowed in frontmatter", event.start_mark
             )
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if getattr(event, "anchor", None):
             raise yaml.composer.ComposerError(
                 None, None, "anchors (&name) are not allowed in frontmatter", event.start_mark
@@ -54,7 +55,7 @@ class _PlainYamlLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-class _FrontmatterHandler(frontmatter.YAMLHandler):  # type: ignore[misc]
+class _FrontmatterHandler(YAMLHandler):  # type: ignore[misc]
     """python-frontmatter's YAML handler with the plain loader and size/depth bounds."""
 
     def load(self, fm: str, **kwargs: object) -> Any:

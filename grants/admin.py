@@ -85,7 +85,7 @@ class MemberForm(forms.ModelForm):
             raise ValidationError("A username is required to add a member.")
         User = get_user_model()
         field = User._meta.get_field(User.USERNAME_FIELD)
-        for validator in field.validators:
+        for validator in getattr(field, "validators", []):
             validator(username)
         if User.objects.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
             raise ValidationError(f"A user named {username!r} already exists.")

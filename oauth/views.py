@@ -134,9 +134,9 @@ def _refused_metadata(metadata: dict[str, Any], current: Any = None) -> str | No
     if not isinstance(redirect_uris, list):
         return "redirect_uris must be a list"
     for uri in redirect_uris:
-        refusal = _redirect_refusal(str(uri))
-        if refusal is not None:
-            return refusal
+        problem = _redirect_refusal(str(uri))
+        if problem is not None:
+            return problem
     if current is not None:
         if set(map(str, redirect_uris)) - set(current.redirect_uris.split()):
             return "an update cannot add redirect URIs; register a new client instead"
@@ -167,9 +167,9 @@ class RegistrationView(DynamicClientRegistrationView):
         except InputRefused as refused:
             return JsonResponse({"error": "invalid_client_metadata", "error_description": str(refused)}, status=400)
         if isinstance(metadata, dict):
-            refused = _refused_metadata(metadata)
-            if refused is not None:
-                return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
+            reason = _refused_metadata(metadata)
+            if reason is not None:
+                return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)
         response: HttpResponse = super().post(request, *args, **kwargs)
         return response
 
@@ -213,8 +213,8 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             return JsonResponse(
                 {"error": "invalid_client_metadata", "error_description": "send a JSON object"}, status=400
             )
-        refused = _refused_metadata(metadata, current=auth.application)
-        if refused is not None:
-            return JsonResponse({"error": "invalid_client_metadata", "error_description": refused}, status=400)
+        reason = _refused_metadata(metadata, current=auth.application)
+        if reason is not None:
+            return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)
         response: HttpResponse = super().put(request, client_id, *args, **kwargs)
         return response

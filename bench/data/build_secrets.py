@@ -108,7 +108,9 @@ def jwt(rng: random.Random) -> str:
         return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
 
     header = b64({"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"})
-    payload = b64({"sub": str(rng.randint(1000, 99999)), "iat": rng.randint(1.6e9, 1.8e9), "role": "admin"})
+    payload = b64(
+        {"sub": str(rng.randint(1000, 99999)), "iat": rng.randint(1_600_000_000, 1_800_000_000), "role": "admin"}
+    )
     return f"{header}.{payload}.{rand(rng, B64URL, 43)}"
 
 

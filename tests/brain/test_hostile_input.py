@@ -168,7 +168,7 @@ class HostileRoutesTests(BrainTestCase):
         from memory.services import api_token_issue
 
         token = api_token_issue(actor=self.alice, name="cli")[1]
-        auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+        auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
         for body, expected in (
             ("[" * 100_000, "nested"),
             ('{"content": NaN}', "NaN"),
@@ -285,7 +285,8 @@ class HostileMcpTests(BrainTestCase):
                 for value in HOSTILE_VALUES:
                     with self.subTest(tool=tool.name, field=field, value=repr(value)[:30]):
                         self.call(tool.name, {field: value})
-            for arguments in ([], "x", 3, None, {"extra": "field"}):
+            not_objects: list[Any] = [[], "x", 3, None, {"extra": "field"}]
+            for arguments in not_objects:
                 self.call(tool.name, arguments)
         assert self.errors.records == [], [r.getMessage() for r in self.errors.records]
 

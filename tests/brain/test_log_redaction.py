@@ -6,6 +6,7 @@ import datetime as dt
 import io
 import logging
 import shlex
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -98,7 +99,5 @@ class ConsoleLogTests(SimpleTestCase):
         assert_clean(written)
 
 
-def _temporary_directory():  # type: ignore[no-untyped-def]
-    import tempfile
-
+def _temporary_directory() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory()

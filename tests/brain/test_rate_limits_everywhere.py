@@ -28,7 +28,7 @@ class CostlyPathsAreLimitedTests(BrainTestCase):
         grant_issue(actor=SYSTEM, member=self.dora, path="captures/", permission="suggest")
         grant_issue(actor=SYSTEM, member=self.dora, path="topics/", permission="suggest")
         self.token = api_token_issue(actor=self.dora, name="cli")[1]
-        self.auth = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
+        self.auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
         start_of_fresh_rate_window(margin=20)
 
     def assert_limited(self, response: Any) -> None:

@@ -179,14 +179,26 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
     def baseline(self, tool: str) -> dict[str, Any]:
         """Arguments that make ``tool`` succeed (or fail for a reason other than a secret)."""
         memory_id = str(self.memory.pk)
-        return {
+        arguments: dict[str, dict[str, Any]] = {
             "write_page": {"path": PRICE_LIST, "markdown": _page()},
             "move_page": {"path": PRICE_LIST, "new_path": "topics/pricing/prices.md"},
             "delete_page": {"path": PRICE_LIST},
-            "record_capture": {"key": "notes/call", "kind": "note", "title": "Call", "text": "Notes.", "uri": "",
-                               "tags": ["calls"], "category": None},
-            "record_figure": {"page_path": PRICE_LIST, "key": "arr", "value": "12", "unit": "EUR",
-                              "as_of": "2026-11-01"},
+            "record_capture": {
+                "key": "notes/call",
+                "kind": "note",
+                "title": "Call",
+                "text": "Notes.",
+                "uri": "",
+                "tags": ["calls"],
+                "category": None,
+            },
+            "record_figure": {
+                "page_path": PRICE_LIST,
+                "key": "arr",
+                "value": "12",
+                "unit": "EUR",
+                "as_of": "2026-11-01",
+            },
             "link_pages": {"path": PRICE_LIST, "target": "topics/pricing/other.md"},
             "unlink_pages": {"path": PRICE_LIST, "target": "topics/pricing/other.md"},
             "tag_source": {"key": "notes/kickoff", "add": ["kickoff"], "remove": []},
@@ -200,7 +212,8 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
             "unlink": {"from_id": memory_id, "to_id": memory_id},
             "share": {"id": memory_id, "workspace": "company"},
             "ask": {"question": "Who approves discounts?"},
-        }[tool]  # fmt: skip
+        }
+        return arguments[tool]  # fmt: skip
 
     def call(self, tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
         if "build" in tool.kinds:
@@ -257,10 +270,10 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
 
     def test_rest_memory_and_uploads_refuse_naming_the_field(self) -> None:
         token = api_token_issue(actor=self.alice, name="cli")[1]
-        auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+        auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
         memory_id = str(self.memory.pk)
         with captured_log_lines() as logs, self.captureOnCommitCallbacks(execute=False):
-            cases = [
+            cases: list[tuple[str, str, dict[str, Any], str]] = [
                 ("post", "/api/memory/capture", {"content": f"key {AWS_DISGUISED}"}, "content"),
                 ("post", "/api/memory/capture", {"content": "fine", "tags": [AWS]}, "tag"),
                 ("post", "/api/memory/capture", {"content": "fine", "source": f"via {AWS}"}, "source"),
@@ -276,14 +289,14 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
                     self.responses.append(response.content.decode())
                     assert response.status_code == 400, response.content
                     assert label in response.json()["error"]["message"]
-            uploads = [
+            uploads: list[tuple[dict[str, Any], str]] = [
                 ({"file": SimpleUploadedFile(f"card-{CARD_DASHED}.txt", b"plain notes")}, "filename"),
                 ({"file": SimpleUploadedFile("notes.txt", b"plain notes"), "title": f"From {AWS}"}, "title"),
                 ({"file": SimpleUploadedFile("notes.txt", b"other notes"), "key": f"notes/{CARD_DASHED}"}, "key"),
             ]
-            for payload, label in uploads:
+            for form, label in uploads:
                 with self.subTest(upload=label):
-                    response = self.client.post("/api/sources", payload, **auth)
+                    response = self.client.post("/api/sources", form, **auth)
                     self.responses.append(response.content.decode())
                     assert response.status_code == 400, response.content
                     assert label in response.json()["error"]["message"]

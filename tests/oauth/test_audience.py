@@ -65,7 +65,7 @@ class AudienceTests(BrainTestCase):
         return raw
 
     def authenticated(self, url: str, token: str) -> bool:
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+        headers: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
         response: Any = self.client.get(url, **headers)
         if response.status_code == 405:
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})

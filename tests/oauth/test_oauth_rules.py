@@ -345,7 +345,7 @@ class OAuthRuleTests(TestCase):
 
     def test_client_management_cannot_widen_a_client(self) -> None:
         client = self.register()
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {client['registration_access_token']}"}
+        headers: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {client['registration_access_token']}"}
         url = client["registration_client_uri"].replace(BASE, "")
         base = {"client_id": client["client_id"], "client_name": "Agent", "redirect_uris": [REDIRECT],
                 "token_endpoint_auth_method": "none"}  # fmt: skip
