@@ -257,7 +257,7 @@ def build_record_capture(*, build: Build, **fields: Any) -> BuildCapture:
     ``suggest`` on ``captures/<key>``). The key gets a server-chosen suffix
     (``capture_key_assign``): the caller cites the key it is given back.
     """
-    fields["key"] = capture_key_assign(fields.get("key"))
+    fields["key"] = capture_key_assign(fields.get("key"), actor=acting_requester(build))
     with transaction.atomic():
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:

@@ -475,7 +475,7 @@ def _normalise_tags(tags: Iterable[str]) -> list[str]:
 CAPTURE_KEY_SUFFIX_HEX = 6
 
 
-def capture_key_assign(requested: str | None, *, default_prefix: str = "notes") -> str:
+def capture_key_assign(requested: str | None, *, actor: Principal | None, default_prefix: str = "notes") -> str:
     """The key a capture recorded by a client gets: what it asked for, plus a suffix the server chose.
 
     Capture keys are unique across the whole brain, tiers and other builds' drafts included.
@@ -487,6 +487,8 @@ def capture_key_assign(requested: str | None, *, default_prefix: str = "notes") 
     Raises ``ValidationError`` naming the key's rule.
     """
     base = requested if requested else f"{default_prefix}/{timezone.now():%Y-%m-%d}"
+    # Scanned as asked for: the suffix could hide a value that ends the key (a card number).
+    _refuse_secrets(actor=actor, fields=[("key", base)], target=f"capture:{base}")
     try:
         validate_source_id(base)
     except ValueError as exc:

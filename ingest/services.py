@@ -79,7 +79,10 @@ def document_ingest(
         raise ValidationError({"file": f"unsupported file: {exc}"}) from exc
     # Never derived from the bytes, never the caller's key as it is: a taken key (someone's
     # capture of the same bytes, or of the same name) must not be observable.
-    capture_key = capture_key_assign(key, default_prefix="uploads")
+    try:
+        capture_key = capture_key_assign(key, actor=actor, default_prefix="uploads")
+    except (SecretRefused, NulRefused) as refusal:
+        raise ValidationError({refusal.field: str(refusal)}) from None
     storage_name = f"originals/{digest}"
     with transaction.atomic():
         source = source_create(

@@ -308,7 +308,9 @@ def _prose_secret(value: str) -> bool:
 
 # Digits with at most one separator (space, tab, dash or dot) between any two, 12–19 digits,
 # not inside a longer number or word.
-_CARD_CANDIDATE = re.compile(r"(?<![\w.,])(?<!(?<![A-Za-z])\d[ .-])(?<![.,-]-)\d(?:[ \t.-]?\d){11,18}(?!\w|[ .-]\d)")
+_CARD_CANDIDATE = re.compile(
+    r"(?<![\w.,])(?<!(?<![A-Za-z])\d[ .-])(?<![.,-]-)\d(?:[ \t.-]?\d){11,18}(?!\w|[ .-]\d+(?!\w))"
+)
 # Issuer prefixes and the lengths each issues (ISO/IEC 7812 as the networks publish them).
 _CARD_ISSUERS: list[tuple[re.Pattern[str], tuple[int, ...]]] = [
     (re.compile(r"4"), (13, 16, 19)),  # Visa
