@@ -97,6 +97,22 @@ class SlackTests(BrainTestCase):
         delay.assert_not_called()
         assert Question.objects.count() == 0
 
+    def test_an_unsigned_request_or_a_non_numeric_timestamp_is_401_not_500(self) -> None:
+        self.client.raise_request_exception = False
+        body = urlencode({"command": "/brain", "text": "help", "user_id": "U0BOB"})
+        for headers in (
+            {},
+            {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "soon", "HTTP_X_SLACK_SIGNATURE": "v0=00"},
+            {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "١٢٣", "HTTP_X_SLACK_SIGNATURE": "v0=00"},  # non-ASCII digits
+            {"HTTP_X_SLACK_REQUEST_TIMESTAMP": str(int(time.time()))},
+        ):
+            with self.subTest(headers=headers):
+                response = self.client.post(
+                    "/integrations/slack/commands", data=body, content_type="application/x-www-form-urlencoded",
+                    **headers,
+                )  # fmt: skip
+                assert response.status_code == 401, response.content
+
     def test_a_good_request_is_acknowledged_then_answered_at_the_response_url(self) -> None:
         slack = FakeSlack()
         try:

@@ -306,6 +306,19 @@ class OAuthRuleTests(TestCase):
         )
         assert replay.status_code == 400
 
+    def test_each_scope_consent_sentence_names_every_write_its_tools_make(self) -> None:
+        from mcp_api.tools import CATALOGUE
+        from oauth.config import SCOPES
+
+        for tool in CATALOGUE:
+            if tool.read_only or "person" not in tool.kinds:
+                continue
+            for scope in tool.scopes:
+                sentence = SCOPES[scope].lower()
+                with self.subTest(tool=tool.name, scope=scope):
+                    words = {"tag_source": "tag", "remember": "record"}.get(tool.name, "record")
+                    assert words in sentence, (tool.name, sentence)
+
     def test_a_replayed_authorization_code_revokes_every_token_it_issued(self) -> None:
         client = self.register()
         verifier, challenge = pkce()
