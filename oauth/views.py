@@ -99,15 +99,20 @@ _LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 
 
 def _redirect_refusal(uri: str) -> str | None:
-    """RFC 8252 + 9700: https, plain http only to a loopback address, or an app's own scheme."""
+    """RFC 8252 + 9700: https, plain http only to a loopback address, or an app's own scheme.
+
+    An app's own scheme is one the operator allows (``BRAIN_OAUTH_REDIRECT_SCHEMES``: Cursor's
+    ``cursor``, VS Code's ``vscode``); the toolkit refuses any other.
+    """
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme == "https" and parts.hostname:
         return None
     if scheme == "http" and parts.hostname in _LOOPBACK_HOSTS:
         return None
-    if "." in scheme and scheme not in ("http", "https"):
-        return None  # a private-use scheme of a native app (reverse domain name: com.example.app)
+    allowed = {str(s).lower() for s in settings.OAUTH2_PROVIDER.get("ALLOWED_REDIRECT_URI_SCHEMES", [])}
+    if scheme not in ("http", "https", "javascript", "data", "file") and scheme in allowed:
+        return None
     return f"redirect URI {uri[:100]!r} refused: use https, or plain http only to a loopback address"
 
 

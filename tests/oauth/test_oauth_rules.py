@@ -356,6 +356,15 @@ class OAuthRuleTests(TestCase):
             with self.subTest(uri=uri):
                 assert (response.status_code == 201) == allowed, response.content
 
+    def test_an_apps_own_scheme_is_allowed_when_the_operator_allows_it(self) -> None:
+        from oauth.views import _redirect_refusal
+
+        with override_settings(OAUTH2_PROVIDER=provider_settings(BASE, ["https", "http", "cursor"])):
+            assert _redirect_refusal("cursor://anysphere.cursor-retrieval/oauth/callback") is None
+            assert _redirect_refusal("vscode://publisher.ext/cb") is not None
+            assert _redirect_refusal("http://agent.example/cb") is not None
+            assert _redirect_refusal("http://127.0.0.1:9/cb") is None
+
     def test_client_management_cannot_widen_a_client(self) -> None:
         client = self.register()
         headers: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {client['registration_access_token']}"}
