@@ -13,7 +13,8 @@ twin. The pairs:
 - page validation (``page_validate``): a YAML alias bomb, frontmatter nested 30,000 deep;
 - request bodies (``brain.inputs.parse_json``): 100,000 nested brackets;
 - rendering (``rendered_text``): 10,000 nested blockquotes;
-- the secret detector (``find``): 200 KB of single digits and separators.
+- the secret detector (``find``): 200 KB of single digits and separators, 8,000 unclosed
+  private-key blocks, 40,000 IBAN-like starts; and a JSON body whose string never closes.
 """
 
 from __future__ import annotations
@@ -43,9 +44,17 @@ WORDS = (
 
 def prose(rng: random.Random, size: int) -> str:
     words: list[str] = []
-    while sum(len(word) + 1 for word in words) < size:
+    length = 0
+    while length < size:
         words.append(rng.choice(WORDS))
+        length += len(words[-1]) + 1
     return " ".join(words)[:size]
+
+
+def wrapped(rng: random.Random, size: int, width: int = 72) -> str:
+    """Ordinary prose as documents have it: lines of about ``width`` characters."""
+    text = prose(rng, size)
+    return "\n".join(text[i : i + width] for i in range(0, len(text), width))[:size]
 
 
 def srt_pair(rng: random.Random) -> tuple[bytes, bytes]:
@@ -195,8 +204,17 @@ def main() -> None:
         lambda: rendered_text(prose(rng, len(quotes)), page_path="topics/x.md"),
     )  # fmt: skip
     digits = " ".join(rng.choice("0123456789") for _ in range(100_000))
-    text = prose(rng, len(digits))
+    text = wrapped(rng, len(digits))
     pair("detector, 200 KB of spaced digits", len(digits), lambda: find(digits), lambda: find(text))
+    begins = "-----BEGIN PRIVATE KEY-----\n" * 8_000
+    begins_twin = wrapped(rng, len(begins))
+    pair("detector, 8,000 unclosed key blocks", len(begins), lambda: find(begins), lambda: find(begins_twin))
+    ibanish = "GB82 " * 40_000
+    ibanish_twin = wrapped(rng, len(ibanish))
+    pair("detector, 40,000 IBAN-like starts", len(ibanish), lambda: find(ibanish), lambda: find(ibanish_twin))
+    quotes = '{"a": "' + '\\"' * 50_000 + "[" * 70
+    flat = '{"a": "' + prose(rng, len(quotes) - 9) + '"}'
+    pair("JSON, an unclosed string of escapes", len(quotes), lambda: parse_json(quotes), lambda: parse_json(flat))
 
     print(
         f"\n{'input':36} {'bytes':>9} {'hostile s':>10} {'ordinary s':>11} {'ratio':>7}  outcome (hostile / ordinary)"

@@ -46,7 +46,9 @@ class InputRefused(ValueError):
 # --------------------------------------------------------------------------- JSON
 
 
-_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# Possessive quantifiers: a string runs to its closing quote or to the end of the text, and is
+# never re-scanned from a later quote (an unterminated one made the plain form quadratic).
+_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')
 
 
 def nested_deeper_than(raw: str, limit: int) -> bool:
@@ -80,47 +82,54 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _check_strings(value: Any, where: str) -> None:
-    stack: list[tuple[Any, str]] = [(value, where)]
+def _walk(value: Any, where: str, *, max_depth: int | None, check_nul: bool) -> None:
+    """One iterative pass over a parsed body: nesting within ``max_depth``, no NUL in any string."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
     while stack:
-        item, at = stack.pop()
+        item, at, depth = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
+            if check_nul and "\x00" in item:
                 raise InputRefused(f"{at} contains a NUL character")
-        elif isinstance(item, dict):
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if max_depth is not None and depth > max_depth:
+            raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep")
+        if isinstance(item, dict):
             for key, child in item.items():
-                if "\x00" in key:
+                if check_nul and "\x00" in key:
                     raise InputRefused(f"a key in {at} contains a NUL character")
-                stack.append((child, f"{at}.{key}" if at else str(key)))
-        elif isinstance(item, list):
-            stack.extend((child, f"{at}[{index}]") for index, child in enumerate(item))
+                stack.append((child, f"{at}.{key}" if at else str(key), depth + 1))
+        else:
+            stack.extend((child, f"{at}[{index}]", depth + 1) for index, child in enumerate(item))
 
 
 def refuse_nul(value: Any, where: str) -> None:
     """``InputRefused`` naming the first string (or key) inside ``value`` that holds a NUL."""
-    _check_strings(value, where)
+    _walk(value, where, max_depth=None, check_nul=True)
 
 
 def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str = "", check_nul: bool = True) -> Any:
     """Parse a request body; ``InputRefused`` names what is wrong (never a traceback).
 
-    ``check_nul=False`` leaves the NUL check to the caller (``refuse_nul``), which can then
-    answer in its own protocol — MCP names the parameter in a JSON-RPC error with the id.
+    The C parser runs first: it fails fast on broken JSON and raises RecursionError on deep
+    nesting long before the stack is at risk; one iterative walk then bounds the depth and
+    finds NULs. ``check_nul=False`` leaves the NUL check to the caller (``refuse_nul``), which
+    can then answer in its own protocol — MCP names the parameter in a JSON-RPC error.
     """
     try:
         raw = body.decode("utf-8") if isinstance(body, bytes) else body
     except UnicodeDecodeError:
         raise InputRefused("the body is not UTF-8 text") from None
-    if nested_deeper_than(raw, max_depth):
-        raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep")
     try:
         value = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
     except InputRefused:
         raise
-    except (ValueError, RecursionError):
+    except RecursionError:
+        raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep") from None
+    except ValueError:
         raise InputRefused("the body is not valid JSON", code="not_json") from None
-    if check_nul:
-        _check_strings(value, where or "the body")
+    _walk(value, where or "the body", max_depth=max_depth, check_nul=check_nul)
     return value
 
 
@@ -140,9 +149,13 @@ GENERAL_BODY_LIMIT = 2_621_440  # 2.5 MB, Django's own default for form and JSON
 _ROUTE_BODY_LIMITS = (("/api/mcp", 0), ("/api/build/mcp", 0), ("/api/memory/import", 5 * 1024 * 1024))
 
 
+# The routes that take file uploads (multipart bodies up to the upload limits).
+UPLOAD_ROUTES = ("/sources/upload", "/api/sources", "/builds/import")
+
+
 def body_limit(request: HttpRequest) -> int:
     """The largest body a request to this route, of this content type, may declare (0: not checked here)."""
-    if request.META.get("CONTENT_TYPE", "").startswith("multipart/form-data"):
+    if request.META.get("CONTENT_TYPE", "").startswith("multipart/form-data") and request.path in UPLOAD_ROUTES:
         # Uploads: the largest document or build archive, plus room for the form around it.
         archive = int(settings.BRAIN_BUILD_DRIVER.get("MAX_ZIP_BYTES", 0))
         return max(int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"]), archive) + 1024 * 1024
@@ -186,9 +199,10 @@ class HostileInputMiddleware:
                 code="payload_too_large",
             )
         content_type = request.META.get("CONTENT_TYPE", "")
-        if request.method == "POST" and content_type.startswith(
-            ("application/x-www-form-urlencoded", "multipart/form-data")
-        ):
+        # Only url-encoded forms are read here: parsing a multipart body would consume the
+        # stream, and a view that reads ``request.body`` (MCP, the memory API) would then fail.
+        # Multipart text fields reach the services, which refuse NUL on every write.
+        if request.method == "POST" and content_type.startswith("application/x-www-form-urlencoded"):
             for name, values in request.POST.lists():
                 if _CONTROL.search(name) or any(_CONTROL.search(value) for value in values):
                     raise InputRefused(f"the form field {name[:64]!r} contains a control character")

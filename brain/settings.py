@@ -432,6 +432,8 @@ LOGGING = {
         # Our own 4xx/5xx responses are logged by brain.middleware with the request id.
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         "django.security.DisallowedHost": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # runserver's request lines (development) go through the same filters as everything else.
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # django-axes logs every failed sign-in at INFO; lockouts come at WARNING.
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },

@@ -225,6 +225,29 @@ def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[
     return {"captures": captures, "figures": figures}
 
 
+def frontmatter_as_seen_by(frontmatter: dict[str, Any], viewer: Principal | None) -> dict[str, Any]:
+    """``frontmatter`` with the related pages and cited captures ``viewer`` cannot read left out.
+
+    A draft carried over from a live page keeps every citation (nothing is lost on promotion);
+    what the requester is *shown* of it names nothing they could not read on the live page.
+    """
+    from corpus.models import Source
+
+    if isinstance(viewer, SystemPrincipal):
+        return frontmatter
+    shown = dict(frontmatter)
+    related = [str(item) for item in frontmatter.get("related", []) or []]
+    if related:
+        readable = set(Page.objects.visible_to(viewer, "read").filter(path__in=related).values_list("path", flat=True))
+        shown["related"] = [item for item in related if item in readable]
+    sources = [str(item) for item in frontmatter.get("sources", []) or []]
+    if sources:
+        keys = {item.removeprefix("capture:") for item in sources}
+        readable = set(Source.objects.visible_to(viewer, "read").filter(key__in=keys).values_list("key", flat=True))
+        shown["sources"] = [item for item in sources if item.removeprefix("capture:") in readable]
+    return shown
+
+
 def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, object]]:
     """Per change ``viewer`` may read: path, action, a unified diff (frontmatter, then body)
     against the live page, and its sources. Changes to pages the viewer cannot read are left
@@ -242,12 +265,22 @@ def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, obje
             Page.objects.visible_to(viewer, "read").select_related("current_revision").filter(path=change.path).first()
         )
         current = live.current_revision if live is not None else None
-        old = _as_lines(current.frontmatter, current.body) if current is not None else []
-        new = _as_lines(change.revision.frontmatter, change.revision.body) if change.revision is not None else []
+        old = (
+            _as_lines(frontmatter_as_seen_by(current.frontmatter, viewer), current.body) if current is not None else []
+        )
+        new = (
+            _as_lines(frontmatter_as_seen_by(change.revision.frontmatter, viewer), change.revision.body)
+            if change.revision is not None
+            else []
+        )
         diff = list(
             difflib.unified_diff(old, new, fromfile=f"live/{change.path}", tofile=f"draft/{change.path}", lineterm="")
         )
-        sources = list(change.revision.frontmatter.get("sources", [])) if change.revision is not None else []
+        sources = (
+            list(frontmatter_as_seen_by(change.revision.frontmatter, viewer).get("sources", []))
+            if change.revision is not None
+            else []
+        )
         result.append(
             {"path": change.path, "action": change.action, "is_new": live is None, "diff": diff, "sources": sources}
         )

@@ -493,10 +493,13 @@ def validate_import_files(
         except (SecretRefused, NulRefused) as refusal:
             report.problems.append(Problem(refusal.field, str(refusal)))
         else:
-            existing = Page.objects.filter(path=path).first()
+            # Each principal is checked against the page only as they can see it: a page the
+            # requester cannot read is answered as a free path (corpus.services.revision_create).
+            existing = Page.objects.visible_to(requester, "read").filter(path=path).first()
             if not may_write(requester, document, existing, Permission.SUGGEST):
                 report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
-            if approver is not None and not approver_ok(approver, document, existing):
+            seen_by_approver = Page.objects.visible_to(approver, "read").filter(path=path).first() if approver else None
+            if approver is not None and not approver_ok(approver, document, seen_by_approver):
                 report.problems.append(Problem("permission", "the approver may not approve this page"))
             pending.append((path, markdown, document))
         if report.problems:

@@ -292,9 +292,11 @@ def parse_page(path: str, markdown: str) -> PageDocument:
 def check_references(document: PageDocument, *, principal: Principal | None) -> list[Problem]:
     """Database checks: the owner is an active member; every cited capture exists.
 
-    A capture ``principal`` may not read is reported exactly like a missing one.
+    A capture ``principal`` may not read is reported exactly like a missing one — unless the
+    live page at this path already cites it: a redraft carries the page's citations over
+    (nothing is lost on promotion), and naming one the author never saw would reveal it.
     """
-    from corpus.models import Source
+    from corpus.models import Page, Source
     from grants.models import Member
 
     problems: list[Problem] = []
@@ -302,7 +304,18 @@ def check_references(document: PageDocument, *, principal: Principal | None) -> 
         problems.append(Problem("owner", f"{document.owner!r} is not an active member"))
     visible = Source.objects.visible_to(principal, "read").filter(key__in=document.sources)
     known = set(visible.values_list("key", flat=True))
-    for source_id in document.sources:
-        if source_id not in known:
-            problems.append(Problem("sources", f"capture:{source_id} does not exist"))
+    unknown = [source_id for source_id in document.sources if source_id not in known]
+    if unknown:
+        live = (
+            Page.objects.visible_to(principal, "read")
+            .filter(path=document.path)
+            .select_related("current_revision")
+            .first()
+        )
+        cited = live.current_revision.frontmatter.get("sources", []) if live and live.current_revision else []
+        carried = {str(ref).removeprefix("capture:") for ref in cited}
+        live_keys = set(Source.objects.filter(key__in=carried, is_live=True).values_list("key", flat=True))
+        for source_id in unknown:
+            if source_id not in live_keys:
+                problems.append(Problem("sources", f"capture:{source_id} does not exist"))
     return problems

@@ -209,8 +209,25 @@ def page_validate(*, actor: Principal | None, path: str, markdown: str, unchange
     if problems:
         raise PageInvalid(problems)
     if not unchanged:
+        # The values as YAML decodes them: an escape ("\x67hp_…") reads as text only then.
+        _refuse_secrets(actor=actor, fields=_frontmatter_values(document.frontmatter), target=path)
         _refuse_rendered(actor=actor, path=path, body=document.body)
     return document
+
+
+def _frontmatter_values(frontmatter: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Every string in the parsed frontmatter, as ``(frontmatter <key>, value)``."""
+    fields: list[tuple[str, str | None]] = []
+    stack: list[tuple[str, Any]] = [(f"frontmatter {key}", value) for key, value in frontmatter.items()]
+    while stack:
+        field, value = stack.pop()
+        if isinstance(value, str):
+            fields.append((field, value))
+        elif isinstance(value, dict):
+            stack.extend((field, item) for item in [*value.keys(), *value.values()])
+        elif isinstance(value, list):
+            stack.extend((field, item) for item in value)
+    return fields
 
 
 # --------------------------------------------------------------------------- chunks

@@ -191,8 +191,8 @@ def _srt_cue(block: list[str]) -> str | None:
     return f"[{start}] {chr(10).join(block[index + 1 :])}".strip()
 
 
-class _OverBudget(Exception):
-    pass
+class _OverBudget(BaseException):
+    """Raised by the CPU timer. A BaseException: converters (pypdf) catch ``Exception``."""
 
 
 @contextmanager
@@ -212,7 +212,8 @@ def cpu_budget(seconds: int) -> Iterator[None]:
         raise _OverBudget
 
     previous = signal.signal(signal.SIGVTALRM, over)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    # Fires again every half second of CPU after the budget, should one raise be swallowed.
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds, 0.5)
     try:
         yield
     except _OverBudget:

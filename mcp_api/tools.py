@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_diff, build_summary
+from builds.selectors import build_diff, build_summary, frontmatter_as_seen_by
 from builds.services import (
     build_delete_page,
     build_link_pages,
@@ -319,7 +319,8 @@ def read_draft(caller: Caller, args: PathArgs) -> DraftOut:
     revision = change.revision
     return DraftOut(
         path=change.path, action=change.action,
-        frontmatter=revision.frontmatter if revision else {}, body=revision.body if revision else "",
+        frontmatter=frontmatter_as_seen_by(revision.frontmatter, caller.principal) if revision else {},
+        body=revision.body if revision else "",
     )  # fmt: skip
 
 
@@ -452,13 +453,13 @@ CATALOGUE: tuple[Tool, ...] = (
     Tool("tag_source", "Add or remove tags on a capture (needs suggest on it).", TagArgs, TagsOut, tag_source, read_only=False),
     Tool("read_branch", "This build's changes, captures, figures and status.", NoArgs, BranchOut, read_branch, kinds=_BRANCH),
     Tool("read_draft", "Read this build's draft of a page.", PathArgs, DraftOut, read_draft, kinds=_BRANCH),
-    Tool("write_page", "Write a draft of a page (full Markdown with frontmatter) on this build.", WriteArgs, WrittenOut, write_page, read_only=False, kinds=_BRANCH),
+    Tool("write_page", "Write a draft of a page (full Markdown with frontmatter) on this build.", WriteArgs, WrittenOut, write_page, read_only=False, kinds=_BRANCH, rate_class="write"),
     Tool("delete_page", "Propose deleting a live page.", PathArgs, WrittenOut, delete_page, read_only=False, kinds=_BRANCH),
-    Tool("move_page", "Propose moving a live page to a new path.", MoveArgs, WrittenOut, move_page, read_only=False, kinds=_BRANCH),
+    Tool("move_page", "Propose moving a live page to a new path.", MoveArgs, WrittenOut, move_page, read_only=False, kinds=_BRANCH, rate_class="write"),
     Tool("record_capture", "Record a capture (source) on this build.", CaptureArgs, KeyOut, record_capture, read_only=False, kinds=_BRANCH),
     Tool("record_figure", "Record a figure value on a live page, on this build.", FigureRecordArgs, KeyOut, record_figure, read_only=False, kinds=_BRANCH),
-    Tool("link_pages", "Add a page to another page's related list (as a draft).", LinkArgs, WrittenOut, link_pages, read_only=False, kinds=_BRANCH),
-    Tool("unlink_pages", "Remove a page from another page's related list (as a draft).", LinkArgs, WrittenOut, unlink_pages, read_only=False, kinds=_BRANCH),
+    Tool("link_pages", "Add a page to another page's related list (as a draft).", LinkArgs, WrittenOut, link_pages, read_only=False, kinds=_BRANCH, rate_class="write"),
+    Tool("unlink_pages", "Remove a page from another page's related list (as a draft).", LinkArgs, WrittenOut, unlink_pages, read_only=False, kinds=_BRANCH, rate_class="write"),
     Tool("diff_page", "Unified diff of this build's draft of a page against the live page.", PathArgs, DiffOut, diff_page, kinds=_BRANCH),
     Tool("validate_page", "Check a page (path + Markdown) without writing it.", WriteArgs, ValidateOut, validate_page, kinds=_BRANCH),
     Tool("submit_for_review", "Submit this build for review by a person.", NoArgs, StatusOut, submit_for_review, read_only=False, kinds=_BRANCH),

@@ -104,11 +104,15 @@ def _redirect_refusal(uri: str) -> str | None:
     An app's own scheme is one the operator allows (``BRAIN_OAUTH_REDIRECT_SCHEMES``: Cursor's
     ``cursor``, VS Code's ``vscode``); the toolkit refuses any other.
     """
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        hostname = parts.hostname
+    except ValueError:  # an unbalanced IPv6 bracket and the like
+        return f"redirect URI {uri[:100]!r} is not a valid URI"
     scheme = parts.scheme.lower()
-    if scheme == "https" and parts.hostname:
+    if scheme == "https" and hostname:
         return None
-    if scheme == "http" and parts.hostname in _LOOPBACK_HOSTS:
+    if scheme == "http" and hostname in _LOOPBACK_HOSTS:
         return None
     allowed = {str(s).lower() for s in settings.OAUTH2_PROVIDER.get("ALLOWED_REDIRECT_URI_SCHEMES", [])}
     if scheme not in ("http", "https", "javascript", "data", "file") and scheme in allowed:
@@ -145,11 +149,13 @@ def _refused_metadata(metadata: dict[str, Any], current: Any = None) -> str | No
     if current is not None:
         if set(map(str, redirect_uris)) - set(current.redirect_uris.split()):
             return "an update cannot add redirect URIs; register a new client instead"
+        # Left out, the toolkit would default it to client_secret_basic: a public client
+        # would silently become confidential. So an update states it, unchanged.
         method = metadata.get("token_endpoint_auth_method")
-        expected = "none" if current.client_type == "public" else None
-        if method is not None and expected is not None and method != expected:
-            return "an update cannot change how the client authenticates"
-        if method is not None and expected is None and method == "none":
+        current_method = "none" if current.client_type == "public" else "client_secret_basic"
+        if method is None:
+            return f"an update must state token_endpoint_auth_method ({current_method!r}; it cannot change)"
+        if (method == "none") != (current_method == "none"):
             return "an update cannot change how the client authenticates"
     return None
 

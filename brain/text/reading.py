@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
@@ -26,8 +27,10 @@ class Reading:
     """``text`` plus, per character, the ``[starts[i], ends[i])`` span of the original."""
 
     text: str
-    starts: list[int] | None = None
-    ends: list[int] | None = None
+    # Arrays of 32-bit integers (texts are far below 2 GB): a few MB of extracted text would
+    # take ten times the memory as lists of Python ints.
+    starts: array[int] | None = None
+    ends: array[int] | None = None
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The original span of the reading's ``[start, end)`` (``end > start``)."""
@@ -42,11 +45,11 @@ def substitute(reading: Reading, pattern: re.Pattern[str], replace: Callable[[re
     matches = [match for match in pattern.finditer(text) if match.end() > match.start()]
     if not matches:
         return reading
-    starts = reading.starts if reading.starts is not None else list(range(len(text)))
-    ends = reading.ends if reading.ends is not None else list(range(1, len(text) + 1))
+    starts = reading.starts if reading.starts is not None else array("i", range(len(text)))
+    ends = reading.ends if reading.ends is not None else array("i", range(1, len(text) + 1))
     pieces: list[str] = []
-    new_starts: list[int] = []
-    new_ends: list[int] = []
+    new_starts: array[int] = array("i")
+    new_ends: array[int] = array("i")
     cursor = 0
     for match in matches:
         begin, finish = match.span()
@@ -105,7 +108,7 @@ def _range(first: int, last: int) -> str:
     return re.escape(chr(first)) if first == last else f"{re.escape(chr(first))}-{re.escape(chr(last))}"
 
 
-_INVISIBLE = _invisible_class()
+INVISIBLE = _invisible_class()
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 # Emphasis and code markers. '*' and '`' mark up anywhere and '~~' strikes through; '_'
@@ -135,7 +138,7 @@ def _nfkc(match: re.Match[str]) -> str:
     return unicodedata.normalize("NFKC", match.group(0))
 
 
-def plain(text: str, *, url: bool = False) -> Reading:
+def plain(text: str, *, url: bool = False, invisible: str = "") -> Reading:
     """Entities decoded, invisible characters removed, NFKC applied (and %XX and + decoded for URLs)."""
     reading = Reading(text)
     if url and ("%" in text or "+" in text):
@@ -143,7 +146,7 @@ def plain(text: str, *, url: bool = False) -> Reading:
     if "&" in reading.text:
         reading = substitute(reading, _ENTITY, _unescape)
     if not reading.text.isascii():
-        reading = substitute(reading, _INVISIBLE, lambda _match: "")
+        reading = substitute(reading, INVISIBLE, lambda _match: invisible)
         if not unicodedata.is_normalized("NFKC", reading.text):
             reading = substitute(reading, _NON_ASCII, _nfkc)
     return reading

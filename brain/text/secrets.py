@@ -23,6 +23,7 @@ the country's BBAN format and mod-97). Kinds are human labels ("GitHub token").
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
 
-from brain.text.reading import Reading, flowing, plain
+from brain.text.reading import INVISIBLE, Reading, flowing, plain
 
 CREDENTIAL = "credential"
 PAYMENT_CARD = "payment_card"
@@ -198,10 +199,12 @@ _TOKENS: list[tuple[str, re.Pattern[str], tuple[str, ...]]] = [
     ),
 ]
 
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?(?:-----END[ A-Z0-9]{0,40}-----|\Z)"
-    r"|PuTTY-User-Key-File-\d: [\s\S]{0,8000}?Private-MAC: [0-9a-f]+"
-)
+# A block runs from its BEGIN line to the next END line (or, cut off, 20,000 characters on);
+# the END is found once per block with str.find, never re-scanned per BEGIN (a text of many
+# BEGIN lines made a lazy regex quadratic).
+_PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d: ")
+_BLOCK_END = re.compile(r"-----END[ A-Z0-9]{0,40}-----|Private-MAC: [0-9a-f]+")
+_MAX_KEY_BLOCK = 20_000
 
 # scheme://user:password@host — the password is the secret.
 _URL_CREDENTIALS = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s/@\"'<>]{1,256})@[^\s/@]")
@@ -348,16 +351,28 @@ def _cards(text: str) -> Iterator[tuple[str, str, int, int]]:
             yield PAYMENT_CARD, "payment card number", match.start(), match.end()
 
 
+@functools.cache
+def _iban_length(country: str) -> int | None:
+    """The length of an IBAN of ``country`` (from python-stdnum's registry), None if it has none."""
+    try:
+        info = stdnum_iban._ibandb.info(country)
+    except Exception:
+        return None
+    structure = info[0][1].get("bban") if info and len(info[0]) > 1 else None
+    if not structure:
+        return None
+    return 4 + sum(int(count) for count in re.findall(r"(\d+)!?[nac]", structure))
+
+
 def _ibans(text: str) -> Iterator[tuple[str, str, int, int]]:
     for match in _IBAN_CANDIDATE.finditer(text):
         raw = match.group(0)
-        # The candidate may run on into the next word; try each length a compact IBAN can have.
+        # The candidate may run on into the next word: cut it at its country's IBAN length.
         positions = [index for index, char in enumerate(raw) if char.isalnum()]
         compact = "".join(raw[index] for index in positions).upper()
-        for length in range(min(len(compact), 34), 14, -1):
-            if stdnum_iban.is_valid(compact[:length]):
-                yield BANK_IDENTIFIER, "IBAN", match.start(), match.start() + positions[length - 1] + 1
-                break
+        length = _iban_length(compact[:2])
+        if length is not None and len(compact) >= length and stdnum_iban.is_valid(compact[:length]):
+            yield BANK_IDENTIFIER, "IBAN", match.start(), match.start() + positions[length - 1] + 1
 
 
 # ----------------------------------------------------------------------- scanning
@@ -374,9 +389,16 @@ def _shaped_tokens(text: str) -> Iterator[tuple[str, str, int, int]]:
 
 
 def _private_keys(text: str) -> Iterator[tuple[str, str, int, int]]:
-    if "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text:
-        for match in _PRIVATE_KEY.finditer(text):
-            yield CREDENTIAL, "private key", match.start(), match.end()
+    if "PRIVATE KEY" not in text and "PuTTY-User-Key-File" not in text:
+        return
+    cursor = 0
+    for begin in _PRIVATE_KEY_BEGIN.finditer(text):
+        if begin.start() < cursor:
+            continue  # inside the block already reported
+        limit = min(len(text), begin.end() + _MAX_KEY_BLOCK)
+        end = _BLOCK_END.search(text, begin.end(), limit)
+        cursor = end.end() if end is not None else limit
+        yield CREDENTIAL, "private key", begin.start(), cursor
 
 
 def _url_credentials(text: str) -> Iterator[tuple[str, str, int, int]]:
@@ -415,8 +437,15 @@ _NEXT_SETTING = re.compile(r"[=:]|^\s*(?:[-*+]\s|[>#|])")
 
 
 def _readings(text: str, *, url: bool) -> Iterable[tuple[Reading, tuple[_Scanner, ...], bool]]:
+    if url:
+        # The raw line too: decoding reads '+' as a space, which would split a value holding one.
+        yield from _readings(text, url=False)
     base = plain(text, url=url)
     yield base, _PLAIN_SCANNERS, False
+    if INVISIBLE.search(text):
+        # Invisible characters removed join a value split by them; read as spaces they keep
+        # the boundary a token needs against the word before it ("keyid\u200bAKIA…").
+        yield plain(text, url=url, invisible=" "), _PLAIN_SCANNERS, False
     flowed = flowing(base, glue=" ")
     if flowed.text != base.text:
         yield flowed, _FLOWING_SCANNERS, False

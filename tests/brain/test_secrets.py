@@ -251,6 +251,9 @@ def test_masking_is_final_and_keeps_the_surroundings() -> None:
         ("card 4111 1111 \n1111 1111 here", "1111 1111"),
         ("the password for the build box is hunter2-prod until Friday", "hunter2-prod"),
         ("iban gb82 west 1234 5698 7654 32 ok", "5698 7654"),
+        ("keyid\u200bAKIAQYLPMN5HHHFPZAM2 here", "MN5HHHFPZAM2"),
+        ("key x\u00adsk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWD"),
+        ("card a\u200b4111111111111111 b", "1111111111"),
     ],
 )
 def test_disguised_values_are_found_and_masked(text: str, value: str) -> None:
@@ -266,3 +269,6 @@ def test_log_lines_are_redacted_with_url_escapes_read() -> None:
     assert "1111+1111" not in redact(f"GET /search?q={card} HTTP/1.1")
     assert "1111" not in redact("GET /pages/topics/4111-1111-" + "1111-1111.md HTTP/1.1")
     assert "OSFODNN" not in redact("GET /recall?q=AKIA%49" + "OSFODNN7EXAMPLE HTTP/1.1")
+    # A '+' is a space in a query string, and a character in a password: both readings count.
+    assert "9secretValue42" not in redact("password=Xy+" + "9secretValue42")
+    assert "s3cr3t+pw" not in redact("postgres://app:s3cr3t" + "+pw@db/x")

@@ -127,6 +127,32 @@ class HiddenEqualsMissingTests(BrainTestCase):
             revision_promote(actor=SYSTEM, revision=Revision.objects.get(pk=revision.pk))
         assert "Discount policy" in page_read(principal=self.alice, path=DISCOUNT_POLICY).title
 
+    def test_an_archive_import_answers_a_hidden_path_as_a_free_one(self) -> None:
+        from builds.services import validate_import_files
+
+        markdown = page_markdown(owner="dora", title="Mine", category="pricing")
+        outcomes = []
+        for target in (DISCOUNT_POLICY, MISSING):
+            pending, reports = validate_import_files(requester=self.dora, files=[(target, markdown)])
+            outcomes.append((len(pending), [str(p) for r in reports for p in r.problems]))
+        assert outcomes[0] == outcomes[1], outcomes
+
+    def test_a_redraft_shows_no_related_page_or_capture_the_author_cannot_read(self) -> None:
+        capture("notes/closed", title="Closed notes", sensitivity="restricted", category="finance")
+        publish(
+            "topics/pricing/overview.md", title="Overview", sources=["notes/closed"],
+            related=[DISCOUNT_POLICY],
+        )  # fmt: skip
+        _build, token = self.fresh_build()
+        _, linked = self.call(
+            token, "link_pages", {"path": "topics/pricing/overview.md", "target": "topics/pricing/price-list.md"}
+        )
+        _, draft = self.call(token, "read_draft", {"path": "topics/pricing/overview.md"})
+        _, diff = self.call(token, "diff_page", {"path": "topics/pricing/overview.md"})
+        shown = json.dumps([linked, draft, diff])
+        assert "discount-policy" not in shown
+        assert "notes/closed" not in shown
+
     def test_read_page_lists_only_the_sources_and_related_pages_the_reader_can_open(self) -> None:
         capture("notes/open", title="Open notes")
         capture("notes/closed", title="Closed notes", sensitivity="restricted", category="finance")

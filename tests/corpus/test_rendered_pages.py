@@ -94,6 +94,14 @@ class RenderedPagesHoldNoSecretTests(BrainTestCase):
             )
         assert refusal.value.field == "body (as rendered)"
 
+    def test_a_value_written_as_a_yaml_escape_is_read_as_yaml_decodes_it(self) -> None:
+        token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+        for written in ('"\\x67' + token[1:] + '"', '"\\u0067' + token[1:] + '"'):
+            markdown = page_markdown(title="placeholder").replace("title: placeholder", f"title: {written}")
+            with self.subTest(written=written), pytest.raises(SecretRefused) as refusal:
+                revision_create(actor=SYSTEM, path="topics/notes/escaped.md", markdown=markdown)
+            assert refusal.value.field == "frontmatter title"
+
     def test_a_refusal_names_the_frontmatter_key_and_line(self) -> None:
         markdown = page_markdown(title="Card " + "4111 1111 " + "1111 1111")
         with pytest.raises(SecretRefused) as refusal:

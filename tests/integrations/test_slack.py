@@ -100,12 +100,13 @@ class SlackTests(BrainTestCase):
     def test_an_unsigned_request_or_a_non_numeric_timestamp_is_401_not_500(self) -> None:
         self.client.raise_request_exception = False
         body = urlencode({"command": "/brain", "text": "help", "user_id": "U0BOB"})
-        for headers in (
+        cases: list[dict[str, Any]] = [
             {},
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "soon", "HTTP_X_SLACK_SIGNATURE": "v0=00"},
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "١٢٣", "HTTP_X_SLACK_SIGNATURE": "v0=00"},  # non-ASCII digits
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": str(int(time.time()))},
-        ):
+        ]
+        for headers in cases:
             with self.subTest(headers=headers):
                 response = self.client.post(
                     "/integrations/slack/commands", data=body, content_type="application/x-www-form-urlencoded",

@@ -350,6 +350,8 @@ class OAuthRuleTests(TestCase):
             ("http://localhost:8765/cb", True),
             ("https://agent.example/cb", True),
             ("javascript:alert(1)", False),
+            ("http://[::1/cb", False),
+            ("https://[x]/cb", False),
         ):
             body = {"client_name": "Agent", "redirect_uris": [uri], "token_endpoint_auth_method": "none"}
             response = self.client.post("/oauth/register/", data=json.dumps(body), content_type="application/json")
@@ -376,8 +378,10 @@ class OAuthRuleTests(TestCase):
             {"grant_types": ["authorization_code", "password"]},
             {"token_endpoint_auth_method": "client_secret_basic"},
             {"redirect_uris": ["http://agent.example/cb"]},
+            {"token_endpoint_auth_method": None},  # left out: the toolkit would make it confidential
         ):
-            response = self.client.put(url, data=json.dumps({**base, **change}), content_type="application/json",
+            body = {key: value for key, value in {**base, **change}.items() if value is not None}
+            response = self.client.put(url, data=json.dumps(body), content_type="application/json",
                                        **headers)  # fmt: skip
             with self.subTest(change=change):
                 assert response.status_code == 400, response.content
