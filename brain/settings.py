@@ -353,6 +353,20 @@ BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0
 # to the model.
 BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
 
+# Days after a page's as_of that its owner is asked (on the home page) to re-verify it, by
+# page type; "default" for the rest. BRAIN_REVERIFY_DAYS=policy:90,topic:180,default:365.
+BRAIN_REVERIFY_DAYS: dict[str, int] = {
+    "default": 180,
+    "policy": 90,
+    "runbook": 90,
+    **{
+        name.strip(): int(days)
+        for name, _, days in (
+            item.partition(":") for item in (env_str("BRAIN_REVERIFY_DAYS") or "").split(",") if ":" in item
+        )
+    },
+}
+
 # Document ingest: where the bytes are processed (written onto every extraction) and the
 # limits that refuse a file before it exhausts memory.
 BRAIN_PROCESSING_REGION = env_str("BRAIN_PROCESSING_REGION") or "local"
