@@ -63,6 +63,9 @@ def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResp
     return wrapped
 
 
+_ISSUED_SESSION_KEY = "memory-token-issued"  # the session entry, not a token
+
+
 def _may_change(member: Member, memory: Memory) -> bool:
     return memory.author_id == member.pk or (memory.workspace == Workspace.COMPANY and member.is_administrator)
 
@@ -161,8 +164,12 @@ def export(request: HttpRequest, member: Member) -> HttpResponseBase:
 @require_http_methods(["GET", "POST"])
 @member_view
 def tokens(request: HttpRequest, member: Member) -> HttpResponseBase:
-    """Personal API tokens for the memory REST API: issue (shown once) and revoke."""
-    issued = None
+    """Personal API tokens for the memory REST API: issue (shown once) and revoke.
+
+    Post, redirect, get: the new token rides in the session to the very next page, which
+    removes it as it shows it — so reloading the page neither issues a second token nor
+    shows the first one again.
+    """
     if request.method == "POST":
         if request.POST.get("revoke"):
             try:
@@ -171,6 +178,9 @@ def tokens(request: HttpRequest, member: Member) -> HttpResponseBase:
                 raise Http404 from exc
             messages.success(request, "Token revoked: it stops working at once.")
             return redirect("memory:tokens")
-        _, issued = api_token_issue(actor=member, name=request.POST.get("name", ""))
+        _, raw = api_token_issue(actor=member, name=request.POST.get("name", ""))
+        request.session[_ISSUED_SESSION_KEY] = raw
+        return redirect("memory:tokens")
+    issued = request.session.pop(_ISSUED_SESSION_KEY, None)
     rows = MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True)
     return render(request, "memory/tokens.html", {"tokens": rows, "issued": issued})

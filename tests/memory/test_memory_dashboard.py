@@ -62,8 +62,12 @@ class DashboardTests(TestCase):
 
     def test_tokens_are_shown_once_and_revoked_from_the_page(self) -> None:
         self.client.force_login(self.alice.user)
-        issued = self.client.post("/account/memory-tokens/", {"name": "laptop"}).context["issued"]
+        issued = self.client.post("/account/memory-tokens/", {"name": "laptop"}, follow=True).context["issued"]
         assert issued.startswith("bmt_")
+        # Post, redirect, get: reloading neither issues another token nor shows this one again.
+        again = self.client.get("/account/memory-tokens/")
+        assert again.context["issued"] is None
+        assert MemoryApiToken.objects.filter(member=self.alice).count() == 1
         assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {issued}").status_code == 200
         page = self.client.get("/account/memory-tokens/").content.decode()
         assert issued not in page
