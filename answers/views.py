@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from answers.models import Question
 from answers.services import question_ask
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 
@@ -22,15 +23,22 @@ def ask(request: HttpRequest) -> HttpResponseBase:
     if member is None:
         raise Http404
     problems: list[str] = []
+    typed = ""
     if request.method == "POST":
         try:
             question = question_ask(actor=member, text=request.POST.get("text", ""))
             return redirect("answers:question", question_id=question.pk)
         except (ValidationError, ValueError) as exc:
             problems = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+            # Keep what was typed — unless it was refused for holding a secret or a NUL.
+            if not isinstance(exc, SecretRefused | NulRefused):
+                typed = request.POST.get("text", "")
     recent = Question.objects.filter(asker=member).order_by("-created_at")[:10]
     return render(
-        request, "answers/ask.html", {"recent": recent, "problems": problems}, status=400 if problems else 200
+        request,
+        "answers/ask.html",
+        {"recent": recent, "problems": problems, "typed": typed},
+        status=400 if problems else 200,
     )
 
 

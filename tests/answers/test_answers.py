@@ -260,3 +260,17 @@ class AskPageTests(BrainTestCase):
         self.client.force_login(self.alice.user)
         assert self.client.get(f"/ask/{question.pk}").status_code == 404
         assert self.client.post("/ask", {"text": "  "}).status_code == 400
+
+
+class AskFormTests(BrainTestCase):
+    def test_a_refused_question_keeps_what_was_typed_unless_it_held_a_secret(self) -> None:
+        self.client.force_login(self.alice.user)
+        long_question = "Who approves discounts? " + "x" * 2100
+        response = self.client.post("/ask", {"text": long_question})
+        assert response.status_code == 400
+        assert "at most 2000 characters" in response.content.decode()
+        assert "x" * 2000 in response.content.decode()
+        key = "AKIA" + "QYLPMN5HHHFPZAM2"
+        response = self.client.post("/ask", {"text": f"Is {key} still valid?"})
+        assert response.status_code == 400
+        assert key[4:] not in response.content.decode()
