@@ -20,6 +20,11 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+_STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message", "asctime", "request_id", "_secrets_redacted", "taskName",
+}  # fmt: skip
+
+
 class SecretRedactingFilter(logging.Filter):
     """Mask every secret in a record before any handler writes it.
 
@@ -48,6 +53,12 @@ class SecretRedactingFilter(logging.Filter):
             record.exc_info = None
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
+        # Extras become fields of the JSON line (Django's request logger adds the request,
+        # whose repr holds the URL): each is written as its redacted text.
+        for key, value in list(vars(record).items()):
+            if key in _STANDARD_ATTRIBUTES or value is None or isinstance(value, bool | int | float):
+                continue
+            setattr(record, key, redact(value if isinstance(value, str) else repr(value)))
         record._secrets_redacted = True
         return True
 

@@ -87,6 +87,11 @@ class ConsoleLogTests(SimpleTestCase):
         previous = handler.setStream(stream)
         try:
             logging.getLogger("brain.request").error("GET %s -> 500", f"/pages/topics/{CARD_PATH}.md")
+            # Django's request logger passes the request as an extra: it becomes a JSON field.
+            from django.test import RequestFactory
+
+            request = RequestFactory().get(f"/search?q={CARD_QUERY}")
+            logging.getLogger("django.request").error("Service Unavailable: /search", extra={"request": request})
             try:
                 raise ValueError(f"bad token {AWS}")
             except ValueError:
