@@ -6,6 +6,8 @@ Runs against a scratch database (``brain_bench``) on the configured server (the 
 one by default), migrates it, imports the pages as one change (validation, scanner,
 chunking, embedding, promotion), then imports the identical tree again. Prints pages/s,
 chunks/s, the share of wall time spent in the embedder, and the ratio of re-import time
+from collections.abc import Callable
+from typing import Any
 to first-import time (content-addressed chunks: the re-import embeds nothing).
 """
 
@@ -15,7 +17,9 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 if not __package__:
     # Run as a file: replace (not prepend to) the script's own folder, where bench/secrets.py
@@ -90,24 +94,19 @@ def main() -> None:
     from corpus import services as corpus_services
 
     scanning = {"find": 0.0, "render": 0.0}
-    real_find, real_rendered = detector.find, corpus_services.rendered_text
 
-    def timed_find(text, **kwargs):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        try:
-            return real_find(text, **kwargs)
-        finally:
-            scanning["find"] += time.perf_counter() - started
+    def timed(function: Callable[..., Any], bucket: str) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                scanning[bucket] += time.perf_counter() - started
 
-    def timed_rendered(body, **kwargs):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        try:
-            return real_rendered(body, **kwargs)
-        finally:
-            scanning["render"] += time.perf_counter() - started
+        return wrapper
 
-    detector.find = timed_find  # type: ignore[assignment]
-    corpus_services.rendered_text = timed_rendered  # type: ignore[assignment]
+    detector.find = timed(detector.find, "find")  # type: ignore[assignment]
+    corpus_services.rendered_text = timed(corpus_services.rendered_text, "render")  # type: ignore[assignment]
 
     started = time.perf_counter()
     first = build_import(requester=SYSTEM, approver=SYSTEM, files=files)

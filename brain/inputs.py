@@ -6,9 +6,9 @@ Two pieces, one rule each:
   a NUL or another C0 control character (PostgreSQL text cannot hold NUL, and no identifier
   of ours contains a control character), and a body whose declared size is over the limit
   for its kind — 413, never Django's generic 400, and before a byte of it is read.
-- ``parse_json`` is the one JSON parser for request bodies: nesting is bounded before the
-  parser runs (Python's parser recurses), NaN/Infinity and numbers that overflow to
-  infinity are refused, and a NUL in any string is refused naming where it is.
+- ``parse_json`` is the one JSON parser for request bodies: nesting is bounded (the C
+  parser's RecursionError, then one iterative walk), NaN/Infinity and numbers that overflow
+  to infinity are refused, and a NUL in any string is refused naming where it is.
 
 Both raise or answer ``InputRefused``'s message, which names what is wrong and never echoes
 the input.
@@ -52,10 +52,10 @@ _BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')
 
 
 def nested_deeper_than(raw: str, limit: int) -> bool:
-    """Whether ``[``/``{`` nest more than ``limit`` deep outside JSON strings, without recursion.
+    """Whether ``[``/``{`` nest more than ``limit`` deep outside quoted strings, without recursion.
 
-    Stops at the first level past the limit, and skips the scan when there are not even
-    ``limit`` opening brackets, so a hostile body costs less to refuse than a plain one to parse.
+    For text a recursive parser is about to read (frontmatter YAML). Stops at the first level
+    past the limit, and skips the scan when there are not even ``limit`` opening brackets.
     """
     if raw.count("[") + raw.count("{") <= limit:
         return False

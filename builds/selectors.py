@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 
 from builds.models import Build, BuildChange
 from corpus.models import Page
+from corpus.selectors import frontmatter_as_seen_by
 from grants.models import Member, Permission
 from grants.predicates import effective_permission
 from grants.principals import Principal, SystemPrincipal
@@ -223,29 +224,6 @@ def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[
         if viewer is not None and Page.objects.visible_to(viewer, "read").filter(pk=recorded.figure.page_id).exists()
     ]
     return {"captures": captures, "figures": figures}
-
-
-def frontmatter_as_seen_by(frontmatter: dict[str, Any], viewer: Principal | None) -> dict[str, Any]:
-    """``frontmatter`` with the related pages and cited captures ``viewer`` cannot read left out.
-
-    A draft carried over from a live page keeps every citation (nothing is lost on promotion);
-    what the requester is *shown* of it names nothing they could not read on the live page.
-    """
-    from corpus.models import Source
-
-    if isinstance(viewer, SystemPrincipal):
-        return frontmatter
-    shown = dict(frontmatter)
-    related = [str(item) for item in frontmatter.get("related", []) or []]
-    if related:
-        readable = set(Page.objects.visible_to(viewer, "read").filter(path__in=related).values_list("path", flat=True))
-        shown["related"] = [item for item in related if item in readable]
-    sources = [str(item) for item in frontmatter.get("sources", []) or []]
-    if sources:
-        keys = {item.removeprefix("capture:") for item in sources}
-        readable = set(Source.objects.visible_to(viewer, "read").filter(key__in=keys).values_list("key", flat=True))
-        shown["sources"] = [item for item in sources if item.removeprefix("capture:") in readable]
-    return shown
 
 
 def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, object]]:

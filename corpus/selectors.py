@@ -93,6 +93,28 @@ class PageView:
     promoted_at: str | None
 
 
+def frontmatter_as_seen_by(frontmatter: dict[str, Any], viewer: Principal | None) -> dict[str, Any]:
+    """``frontmatter`` with the related pages and cited captures ``viewer`` cannot read left out.
+
+    What a reader is shown of a page (``page_read``) or of a draft (the build views): a draft
+    carried over from a live page keeps every citation (nothing is lost on promotion), but
+    what its author is shown names nothing they could not read on the live page.
+    """
+    if isinstance(viewer, SystemPrincipal):
+        return frontmatter
+    shown = dict(frontmatter)
+    related = [str(item) for item in frontmatter.get("related", []) or []]
+    if related:
+        readable = set(Page.objects.visible_to(viewer, "read").filter(path__in=related).values_list("path", flat=True))
+        shown["related"] = [item for item in related if item in readable]
+    sources = [str(item) for item in frontmatter.get("sources", []) or []]
+    if sources:
+        keys = {item.removeprefix("capture:") for item in sources}
+        readable = set(Source.objects.visible_to(viewer, "read").filter(key__in=keys).values_list("key", flat=True))
+        shown["sources"] = [item for item in sources if item.removeprefix("capture:") in readable]
+    return shown
+
+
 def page_read(*, principal: Principal | None, path: str) -> PageView:
     """Read the live page at ``path``; ``Page.DoesNotExist`` if missing or not visible.
 
@@ -105,15 +127,7 @@ def page_read(*, principal: Principal | None, path: str) -> PageView:
     promoted_by = None
     if revision.promoted_by_id is not None:
         promoted_by = revision.promoted_by.username  # type: ignore[union-attr]
-    meta = revision.frontmatter
-    cited = [str(ref).removeprefix("capture:") for ref in meta.get("sources", [])]
-    readable_sources = set(
-        Source.objects.visible_to(principal, "read").filter(key__in=cited).values_list("key", flat=True)
-    )
-    related = [str(item) for item in meta.get("related", [])]
-    readable_pages = set(
-        Page.objects.visible_to(principal, "read").filter(path__in=related).values_list("path", flat=True)
-    )
+    shown = frontmatter_as_seen_by(revision.frontmatter, principal)
     return PageView(
         path=page.path,
         title=page.title,
@@ -124,8 +138,8 @@ def page_read(*, principal: Principal | None, path: str) -> PageView:
         category=page.category,
         sensitivity=page.get_sensitivity_display(),
         as_of=page.as_of.isoformat(),
-        sources=[key for key in cited if key in readable_sources],
-        related=[item for item in related if item in readable_pages],
+        sources=[str(ref).removeprefix("capture:") for ref in shown.get("sources", [])],
+        related=[str(item) for item in shown.get("related", [])],
         body=revision.body,
         revision_sha256=revision.sha256,
         promoted_by=promoted_by,

@@ -25,7 +25,7 @@ from grants.models import Member
 from grants.principals import principal_for_user
 from ingest.models import Extraction
 from ingest.services import document_ingest, extraction_retry
-from mcp_api.ratelimit import RateLimited, hit, limited_view
+from mcp_api.ratelimit import RateLimited, hit, limited_view, throttled
 from memory.api import api_member
 
 
@@ -122,9 +122,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
     try:
         hit(principal_key=f"member:{member.pk}", rate_class="upload")
     except RateLimited as limited:
-        throttled = json_error("rate_limited", f"Too many uploads; retry after {limited.retry_after} seconds.", 429)
-        throttled["Retry-After"] = str(limited.retry_after)
-        return throttled
+        return throttled(request, limited, "Too many uploads; retry after {seconds} seconds.", api=True)
     try:
         extraction = _ingest_from_request(request, member)
     except ValidationError as invalid:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import redis
 from django.conf import settings
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 _View = TypeVar("_View", bound=Callable[..., HttpResponseBase])
 
@@ -61,6 +61,20 @@ def hit(*, principal_key: str, rate_class: str, now: float | None = None, cost: 
         raise RateLimited(retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(moment)))
 
 
+def throttled(request: HttpRequest, limited: RateLimited, message: str, *, api: bool = False) -> HttpResponse:
+    """The 429 answer: ``message`` (``{seconds}`` filled in) with ``Retry-After``.
+
+    ``api``: always the JSON error (token APIs, capsules included); otherwise the client's
+    format (``brain.errors.error_response``). MCP answers in JSON-RPC instead (``mcp_api.views``).
+    """
+    from brain.errors import error_response, json_error
+
+    text = message.format(seconds=limited.retry_after)
+    response = json_error("rate_limited", text, 429) if api else error_response(request, 429, "rate_limited", text)
+    response["Retry-After"] = str(limited.retry_after)
+    return response
+
+
 def limited_view(rate_class: str, *, methods: tuple[str, ...] = ("POST",)) -> Callable[[_View], _View]:
     """Rate-limit a signed-in person's web view (for ``methods``) in ``rate_class``.
 
@@ -72,7 +86,6 @@ def limited_view(rate_class: str, *, methods: tuple[str, ...] = ("POST",)) -> Ca
     def decorate(view: _View) -> _View:
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            from brain.errors import error_response
             from grants.principals import principal_for_user
 
             member = principal_for_user(request.user) if request.method in methods else None
@@ -80,10 +93,7 @@ def limited_view(rate_class: str, *, methods: tuple[str, ...] = ("POST",)) -> Ca
                 try:
                     hit(principal_key=f"member:{member.pk}", rate_class=rate_class)
                 except RateLimited as limited:
-                    message = f"Too many requests; try again in {limited.retry_after} seconds."
-                    response = error_response(request, 429, "rate_limited", message)
-                    response["Retry-After"] = str(limited.retry_after)
-                    return response
+                    return throttled(request, limited, "Too many requests; try again in {seconds} seconds.")
             return view(request, *args, **kwargs)
 
         return wrapped  # type: ignore[return-value]

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_diff, build_summary, frontmatter_as_seen_by
+from builds.selectors import build_diff, build_summary
 from builds.services import (
     build_delete_page,
     build_link_pages,
@@ -32,6 +32,7 @@ from corpus.frontmatter import PageInvalid
 from corpus.search import search
 from corpus.selectors import (
     figure_current,
+    frontmatter_as_seen_by,
     page_find,
     page_read,
     page_relationships,

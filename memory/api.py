@@ -27,7 +27,7 @@ from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
 from mcp_api.auth import bearer_token
-from mcp_api.ratelimit import RateLimited, hit
+from mcp_api.ratelimit import RateLimited, hit, throttled
 from memory.classify import MemoryInvalid
 from memory.models import Memory, MemoryLink
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
@@ -77,9 +77,7 @@ def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "rea
                 chosen = rate_class if isinstance(rate_class, str) else rate_class.get(str(request.method), "read")
                 hit(principal_key=f"member:{member.pk}", rate_class=chosen)
             except RateLimited as limited:
-                throttled = json_error("rate_limited", f"Too many requests; retry after {limited.retry_after} seconds.", 429)  # fmt: skip
-                throttled["Retry-After"] = str(limited.retry_after)
-                return throttled
+                return throttled(request, limited, "Too many requests; retry after {seconds} seconds.", api=True)
             if len(request.body) > MAX_BODY:
                 return json_error("too_large", "The request body is over 5 MB.", 413)
             try:
@@ -315,10 +313,9 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
     try:
         hit(principal_key=f"member:{member.pk}", rate_class="import", cost=len(records))
     except RateLimited as limited:
-        message = f"Too many records imported this minute; retry after {limited.retry_after} seconds."
-        throttled = json_error("rate_limited", message, 429)
-        throttled["Retry-After"] = str(limited.retry_after)
-        return throttled
+        return throttled(
+            request, limited, "Too many records imported this minute; retry after {seconds} seconds.", api=True
+        )
     results = []
     for number, record in enumerate(records, start=1):
         try:

@@ -437,12 +437,16 @@ _NEXT_SETTING = re.compile(r"[=:]|^\s*(?:[-*+]\s|[>#|])")
 
 
 def _readings(text: str, *, url: bool) -> Iterable[tuple[Reading, tuple[_Scanner, ...], bool]]:
-    if url:
-        # The raw line too: decoding reads '+' as a space, which would split a value holding one.
-        yield from _readings(text, url=False)
+    yield from _text_readings(text, url=False)
+    if url and ("%" in text or "+" in text):
+        # Also as a URL decodes it; the raw readings above keep a '+' that belongs to a value.
+        yield from _text_readings(text, url=True)
+
+
+def _text_readings(text: str, *, url: bool) -> Iterable[tuple[Reading, tuple[_Scanner, ...], bool]]:
     base = plain(text, url=url)
     yield base, _PLAIN_SCANNERS, False
-    if INVISIBLE.search(text):
+    if not text.isascii() and INVISIBLE.search(text):
         # Invisible characters removed join a value split by them; read as spaces they keep
         # the boundary a token needs against the word before it ("keyid\u200bAKIA…").
         yield plain(text, url=url, invisible=" "), _PLAIN_SCANNERS, False
