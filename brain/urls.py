@@ -15,8 +15,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("builds.urls")),  # before corpus: a page's /history route is the builds app's
     path("", include("corpus.urls")),
-    path("", include("builds.urls")),
     path("", include("mcp_api.urls")),
     path("", include("oauth.provider_urls")),
     path("", include("oauth.urls")),

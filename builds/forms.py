@@ -7,7 +7,28 @@ from django.conf import settings
 
 
 class ReviewForm(forms.Form):
-    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=4000)
+    note = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=4000,
+        help_text="Recorded with your approval and shown in the page history.",
+    )
+
+
+class RejectForm(forms.Form):
+    """A rejection must say why: the requester needs to know what to change."""
+
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=4000,
+        error_messages={"required": "Say why you reject this build, so its author knows what to change."},
+    )
+
+    def clean_reason(self) -> str:
+        reason = str(self.cleaned_data["reason"]).strip()
+        if not reason:
+            raise forms.ValidationError("Say why you reject this build, so its author knows what to change.")
+        return reason
 
 
 class ZipImportForm(forms.Form):

@@ -15,17 +15,18 @@ from grants.predicates import effective_permission
 from grants.principals import Principal, SystemPrincipal
 
 
-def build_promotion_blockers(*, build: Build, approver: Principal) -> list[str]:
+def build_promotion_blockers(*, build: Build, approver: Principal, once_submitted: bool = False) -> list[str]:
     """Everything that stops ``approver`` promoting ``build`` now; empty means it may.
 
     The review page shows this list to explain a disabled button, and ``build_promote``
-    refuses while it is not empty, so the two cannot drift apart.
+    refuses while it is not empty, so the two cannot drift apart. ``once_submitted``
+    leaves out the build's status (who *could* approve an open build once it is submitted).
     """
     from builds.services import builds_settings
     from corpus.services import approver_ok, document_from_revision, may_approve_live_page, unseen_replacement
 
     blockers: list[str] = []
-    if build.status != Build.Status.AWAITING_REVIEW:
+    if build.status != Build.Status.AWAITING_REVIEW and not once_submitted:
         blockers.append(f"the build is not awaiting review (it is {build.get_status_display()})")
     if not isinstance(approver, SystemPrincipal) and not (
         isinstance(approver, Member) and approver.is_active and approver.user.is_active
@@ -228,39 +229,38 @@ def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[
 
 def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, object]]:
     """Per change ``viewer`` may read: path, action, a unified diff (frontmatter, then body)
-    against the live page, and its sources. Changes to pages the viewer cannot read are left
-    out entirely (no path, no count).
+    against the page it replaces, and its sources. Changes to pages the viewer cannot read
+    are left out entirely (no path, no count). After promotion the diff is the approved one.
 
     Call only with a build already obtained through ``build_get_visible``.
     """
     import difflib
 
+    from builds.review import change_pairs
+
     result: list[dict[str, object]] = []
-    for change in build.changes.select_related("revision").order_by("path"):
-        if not viewer_reads_change(viewer, change):
-            continue
-        live = (
-            Page.objects.visible_to(viewer, "read").select_related("current_revision").filter(path=change.path).first()
-        )
-        current = live.current_revision if live is not None else None
+    for pair in change_pairs(build=build, viewer=viewer):
+        new_revision = pair.new if pair.action != BuildChange.Action.DELETE else None
         old = (
-            _as_lines(frontmatter_as_seen_by(current.frontmatter, viewer), current.body) if current is not None else []
+            _as_lines(frontmatter_as_seen_by(pair.old.frontmatter, viewer), pair.old.body)
+            if pair.old is not None
+            else []
         )
         new = (
-            _as_lines(frontmatter_as_seen_by(change.revision.frontmatter, viewer), change.revision.body)
-            if change.revision is not None
+            _as_lines(frontmatter_as_seen_by(new_revision.frontmatter, viewer), new_revision.body)
+            if new_revision is not None
             else []
         )
         diff = list(
-            difflib.unified_diff(old, new, fromfile=f"live/{change.path}", tofile=f"draft/{change.path}", lineterm="")
+            difflib.unified_diff(old, new, fromfile=f"live/{pair.path}", tofile=f"draft/{pair.path}", lineterm="")
         )
         sources = (
-            list(frontmatter_as_seen_by(change.revision.frontmatter, viewer).get("sources", []))
-            if change.revision is not None
+            list(frontmatter_as_seen_by(new_revision.frontmatter, viewer).get("sources", []))
+            if new_revision is not None
             else []
         )
         result.append(
-            {"path": change.path, "action": change.action, "is_new": live is None, "diff": diff, "sources": sources}
+            {"path": pair.path, "action": pair.action, "is_new": pair.old is None, "diff": diff, "sources": sources}
         )
     return result
 

@@ -352,19 +352,27 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
         blockers = build_promotion_blockers(build=locked, approver=actor)
         if blockers:
             raise PromotionBlocked(blockers)
-        approved: list[dict[str, str]] = []
+        approved: list[dict[str, str | int | None]] = []
         for change in locked.changes.select_related("revision").order_by("path"):
+            # The live revision this change replaces, recorded so the approved diff stays
+            # exactly what the approver saw, like a merged pull request.
+            previous = _live_revision_id(change.path)
             if change.action == BuildChange.Action.DELETE:
                 page_retire(actor=actor, path=change.path)
-                approved.append({"path": change.path, "action": change.action, "sha256": ""})
+                approved.append(
+                    {"path": change.path, "action": change.action, "sha256": "", "revision": None, "previous": previous}
+                )
                 continue
             assert change.revision is not None  # writes and moves carry a revision (database CHECK)
+            if change.action == BuildChange.Action.WRITE:
+                previous = _live_revision_id(change.revision.path)
             revision_promote(actor=actor, revision=change.revision)
             if change.action == BuildChange.Action.MOVE:
                 page_retire(actor=actor, path=change.path)
             approved.append(
                 {"path": change.revision.path, "action": change.action, "sha256": change.revision.sha256,
-                 "from": change.path if change.action == BuildChange.Action.MOVE else ""}
+                 "from": change.path if change.action == BuildChange.Action.MOVE else "",
+                 "revision": change.revision.pk, "previous": previous}
             )  # fmt: skip
         drafts_publish(
             actor=actor,
@@ -392,8 +400,17 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
     return promotion
 
 
+def _live_revision_id(path: str) -> int | None:
+    return Page.objects.filter(path=path).values_list("current_revision_id", flat=True).first()
+
+
 def build_reject(*, actor: Member, build: Build, note: str = "") -> Build:
-    """Awaiting review → rejected, by a member holding approve on at least one of its pages."""
+    """Awaiting review → rejected, by a member holding approve on at least one of its pages.
+
+    A rejection needs a reason (``note``): the requester must learn what to change.
+    """
+    if not note.strip():
+        raise ValidationError({"note": "say why the build is rejected, so its author knows what to change"})
     refuse(note, field="review note")
     with transaction.atomic():
         locked = _lock(build)

@@ -15,10 +15,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from brain.errors import error_response, json_error
 from brain.text.secrets import NulRefused, SecretRefused
 from builds.driver import ArchiveRefused, files_from_zip, import_job_create, job_progress
-from builds.forms import ReviewForm, ZipImportForm
+from builds.forms import RejectForm, ReviewForm, ZipImportForm
+from builds.history import entry_by_short_id, page_history
 from builds.models import Build
+from builds.review import build_approvers, build_review, revision_lines
 from builds.selectors import (
-    build_diff,
     build_get_visible,
     build_list_awaiting_review,
     build_promotion_blockers,
@@ -26,6 +27,8 @@ from builds.selectors import (
     visible_drafts,
 )
 from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
+from corpus.diffs import line_diff
+from corpus.models import Page
 from grants.models import Member
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
@@ -54,19 +57,38 @@ def build_queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)
+    return _render_detail(request, build)
+
+
+def _render_detail(
+    request: HttpRequest,
+    build: Build,
+    *,
+    form: ReviewForm | None = None,
+    reject_form: RejectForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     member = principal_for_user(request.user)
+    is_requester = member is not None and member.pk == build.requester_id
+    waiting = build.status in (Build.Status.OPEN, Build.Status.AWAITING_REVIEW)
     return render(
         request,
         "builds/build_detail.html",
         {
             "build": build,
-            "changes": build_diff(build=build, viewer=member),
+            "review": build_review(build=build, viewer=member),
             **visible_drafts(build=build, viewer=member),
             "blockers": build_promotion_blockers(build=build, approver=member) if member else [],
-            "form": ReviewForm(),
+            "form": form or ReviewForm(),
+            "reject_form": reject_form or RejectForm(),
             "progress": _progress(build, member),
             "promotion": getattr(build, "promotion", None) if build.status == Build.Status.PROMOTED else None,
+            "decisions": build.reviews.select_related("reviewer__user").order_by("created_at"),
+            # Only the requester is told who could approve (they wrote every change, so the
+            # list names nothing they could not see); computed only while it can still matter.
+            "approvers": build_approvers(build=build) if is_requester and waiting else None,
         },
+        status=status,
     )
 
 
@@ -99,9 +121,11 @@ def _progress(build: Build, viewer: Member | None) -> dict[str, object]:
 def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)
     member = principal_for_user(request.user)
-    form = ReviewForm(request.POST)
-    if member is None or not form.is_valid():
+    if member is None:
         raise Http404("build not found")
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        return _render_detail(request, build, form=form, status=400)
     try:
         build_promote(actor=member, build=build, note=form.cleaned_data["note"])
     except (SecretRefused, NulRefused) as refused:
@@ -117,11 +141,14 @@ def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
 def build_reject_view(request: HttpRequest, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)
     member = principal_for_user(request.user)
-    form = ReviewForm(request.POST)
-    if member is None or not form.is_valid():
+    if member is None:
         raise Http404("build not found")
+    form = RejectForm(request.POST)
+    if not form.is_valid():
+        # Keep what was typed; say what is missing beside the field.
+        return _render_detail(request, build, reject_form=form, status=400)
     try:
-        build_reject(actor=member, build=build, note=form.cleaned_data["note"])
+        build_reject(actor=member, build=build, note=form.cleaned_data["reason"])
     except (SecretRefused, NulRefused) as refused:
         return error_response(request, 400, "refused", str(refused))
     except (PermissionDenied, ValidationError):
@@ -164,3 +191,38 @@ def build_api_detail(request: HttpRequest, public_id: str) -> JsonResponse:
     except Build.DoesNotExist:
         return json_error("not_found", "Not found.", 404)
     return JsonResponse(build_summary(build=build, viewer=principal_for_user(request.user)))
+
+
+@login_required
+@require_GET
+def page_history_view(request: HttpRequest, path: str) -> HttpResponse:
+    """Every promoted revision of a page, and the diff between any two (``?from=&to=``)."""
+    member = principal_for_user(request.user)
+    try:
+        page, entries = page_history(principal=member, path=path)
+    except Page.DoesNotExist:
+        return render(request, "corpus/page_unavailable.html", {"path": request.path}, status=404)
+    compare = None
+    chosen_from, chosen_to = request.GET.get("from", ""), request.GET.get("to", "")
+    if chosen_from or chosen_to:
+        newer = entry_by_short_id(entries, chosen_to) if chosen_to else (entries[0] if entries else None)
+        older = entry_by_short_id(entries, chosen_from) if chosen_from else None
+        if newer is None or (chosen_from and older is None):
+            return render(
+                request,
+                "builds/page_history.html",
+                {"page": page, "entries": entries, "problem": "No such revision of this page. Pick two from the list."},
+                status=404,
+            )
+        compare = {
+            "older": older,
+            "newer": newer,
+            "diff": line_diff(
+                revision_lines(older.revision if older else None, member), revision_lines(newer.revision, member)
+            ),
+        }
+    return render(
+        request,
+        "builds/page_history.html",
+        {"page": page, "entries": entries, "compare": compare, "chosen_from": chosen_from, "chosen_to": chosen_to},
+    )

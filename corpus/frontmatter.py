@@ -179,6 +179,15 @@ def markdown_field_at(markdown: str, line: int) -> str:
     return key
 
 
+def frontmatter_text(markdown: str) -> str:
+    """The frontmatter block of ``markdown`` as written (between the ``---`` fences), or ``""``."""
+    try:
+        written, _ = _FrontmatterHandler().split(markdown)
+    except ValueError:  # no frontmatter block
+        return ""
+    return str(written).strip("\n")
+
+
 def parse_page(path: str, markdown: str) -> PageDocument:
     """Parse and validate everything that needs no database. Raises ``PageInvalid``."""
     problems: list[Problem] = []

@@ -91,6 +91,9 @@ class Revision(models.Model):
     path = models.CharField(max_length=255)
     frontmatter = models.JSONField()
     body = models.TextField()
+    # The frontmatter exactly as its author wrote it (comments, key order, quoting): what
+    # the review screen shows. ``frontmatter`` is the parsed value every rule reads.
+    frontmatter_text = models.TextField(blank=True, default="")
     sha256 = models.CharField(max_length=64)
     author = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     promoted_by = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+", null=True, blank=True)

@@ -18,7 +18,8 @@ from markdown_it import MarkdownIt
 from corpus.paths import PathError, validate_page_path
 
 
-def _resolve(page_path: str, href: str) -> str | None:
+def _resolve(page_path: str, href: str) -> tuple[str, str] | None:
+    """(target page path, in-app URL) for a relative link to a page, or None for anything else."""
     target, _, anchor = href.partition("#")
     if not target or "://" in target or target.startswith(("mailto:", "/")) or not target.endswith(".md"):
         return None
@@ -28,7 +29,7 @@ def _resolve(page_path: str, href: str) -> str | None:
     except PathError:
         return None
     url = reverse("corpus:page-detail", kwargs={"path": resolved})
-    return f"{url}#{anchor}" if anchor else url
+    return resolved, (f"{url}#{anchor}" if anchor else url)
 
 
 _TAG = re.compile(r"<[^>]*>")
@@ -44,16 +45,24 @@ def rendered_text(body: str, *, page_path: str) -> str:
     return html.unescape(_TAG.sub("", html_text))
 
 
-def render_markdown(body: str, *, page_path: str) -> str:
-    """HTML for ``body``; raw HTML in the Markdown is shown as text."""
+def render_markdown(body: str, *, page_path: str, unavailable: frozenset[str] = frozenset()) -> str:
+    """HTML for ``body``; raw HTML in the Markdown is shown as text.
+
+    Links to the pages in ``unavailable`` (missing, or not readable by this reader — the
+    caller never says which) are marked "not available to you" instead of leading to a 404.
+    """
     md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
     def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
         href = token.attrGet("href") or ""
-        rewritten = _resolve(page_path, href)
-        if rewritten is not None:
-            token.attrSet("href", rewritten)
+        resolved = _resolve(page_path, href)
+        if resolved is not None:
+            target, url = resolved
+            token.attrSet("href", url)
+            if target in unavailable:
+                token.attrSet("class", "unavailable")
+                token.attrSet("title", "Not available to you")
         elif "://" in href:
             token.attrSet("rel", "noopener noreferrer nofollow")
         return str(renderer.renderToken(tokens, idx, options, env))

@@ -36,6 +36,7 @@ from brain import embeddings
 from corpus import lexical
 from corpus.models import Page
 from corpus.paths import PathError, validate_scope_path
+from corpus.rendering import rendered_text
 from grants.predicates import visible_ids_sql
 from grants.principals import Principal, SystemPrincipal
 
@@ -65,6 +66,9 @@ class SearchResult:
     semantic_rank: int | None
     lexical_rank: int | None
     body: str = field(default="", repr=False)  # the chunk's text, for answering (not sent to clients)
+    # Cosine similarity of the query and the chunk when the semantic arm found it: the web
+    # page's relevance floor reads it (a nonsense query still has nearest neighbours).
+    semantic_similarity: float | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -360,9 +364,15 @@ def _query_words(query: str) -> list[str]:
     return words + lexical.runs(query)
 
 
+_SNIPPET_PATH = "snippet.md"  # links are not followed in a snippet; any page path resolves them
+
+
 def snippet(body: str, query: str) -> tuple[str, str]:
-    """A window of ``body`` around the first query term, as text and as escaped HTML with <mark>."""
-    text = re.sub(r"\s+", " ", lexical.normalise(body)).strip()
+    """A window of ``body`` around the first query term, as text and as escaped HTML with <mark>.
+
+    The window is cut from the chunk as a reader sees it rendered (no Markdown syntax).
+    """
+    text = re.sub(r"\s+", " ", lexical.normalise(rendered_text(body, page_path=_SNIPPET_PATH))).strip()
     terms = sorted(set(_query_words(query)), key=len, reverse=True)
     pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE) if terms else None
     start = 0
@@ -508,6 +518,7 @@ def search(
                 semantic_rank=candidate.ranks.get("semantic"),
                 lexical_rank=candidate.ranks.get("lexical"),
                 body=candidate.body,
+                semantic_similarity=candidate.raws.get("semantic"),
             )
         )
     return response

@@ -173,6 +173,30 @@ def page_relationships(*, principal: Principal | None, path: str) -> dict[str, l
     }
 
 
+def page_figures(*, principal: Principal | None, page_id: int) -> list[Figure]:
+    """The current value of each figure tracked on a page the caller can read (one row per key)."""
+    figures = (
+        Figure.objects.visible_to(principal, "read")
+        .select_related("source")
+        .filter(page_id=page_id)
+        .order_by("key", "-as_of", "-created_at", "-id")
+        .distinct("key")
+    )
+    shown = list(figures)
+    for figure in shown:  # 12.500000 reads as 12.5, 100.000000 as 100
+        figure.display_value = format(figure.value.normalize(), "f")  # type: ignore[attr-defined]
+    return shown
+
+
+def page_links_unavailable(*, principal: Principal | None, page_id: int) -> frozenset[str]:
+    """Paths a page links to that ``principal`` cannot open — missing and hidden alike."""
+    targets = set(PageLink.objects.filter(from_page_id=page_id).values_list("to_path", flat=True))
+    if not targets:
+        return frozenset()
+    readable = set(Page.objects.visible_to(principal, "read").filter(path__in=targets).values_list("path", flat=True))
+    return frozenset(targets - readable)
+
+
 def figure_current(*, principal: Principal | None, key: str) -> Figure:
     """The current value of figure ``key`` among records the caller can see."""
     return (

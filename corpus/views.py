@@ -1,20 +1,32 @@
-"""People's side of the corpus: search and the page reader.
+"""People's side of the corpus: browse, search and the page reader.
 
 Every view reads through selectors that apply the access predicate; a hidden page and a
-missing page are the same 404.
+missing page are the same 404 ("not available to you").
 """
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from corpus.models import Page
+from brain.home import reverify_days
+from corpus.browse import FILTERS, page_tree
+from corpus.graph import relationship_graph
+from corpus.models import Page, Source
 from corpus.rendering import render_markdown
 from corpus.search import SearchError, search
-from corpus.selectors import page_read, page_relationships, source_get_visible
+from corpus.search_results import group_by_page
+from corpus.selectors import (
+    page_figures,
+    page_get_visible,
+    page_links_unavailable,
+    page_read,
+    page_relationships,
+    source_get_visible,
+)
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 
@@ -26,13 +38,44 @@ def search_page(request: HttpRequest) -> HttpResponse:
     principal = principal_for_user(request.user)
     query = request.GET.get("q", "").strip()
     filters = {name: request.GET.get(name, "").strip() or None for name in ("prefix", "type", "category")}
-    context: dict[str, object] = {"query": query, "filters": filters, "response": None, "error": None}
+    context: dict[str, object] = {"query": query, "filters": filters, "groups": None, "error": None}
     if query:
         try:
-            context["response"] = search(principal=principal, query=query, k=20, **filters)  # type: ignore[arg-type]
+            response = search(principal=principal, query=query, k=30, **filters)  # type: ignore[arg-type]
         except SearchError as exc:
             context["error"] = str(exc)
+        else:
+            context["groups"] = group_by_page(response.results)
+            context["degraded"] = response.degraded
     return render(request, "corpus/search.html", context, status=400 if context["error"] else 200)
+
+
+@login_required
+@require_GET
+def browse(request: HttpRequest) -> HttpResponse:
+    """The tree of pages the reader can see, filterable by type, category, owner and status."""
+    principal = principal_for_user(request.user)
+    filters = {name: request.GET.get(name, "").strip() or None for name in FILTERS}
+    prefix = request.GET.get("prefix", "").strip()
+    tree = page_tree(principal=principal, filters=filters, prefix=prefix)
+    filtered = any(filters.values()) or bool(prefix)
+    return render(
+        request,
+        "corpus/browse.html",
+        {
+            "tree": tree,
+            "rows": tree.rows(),
+            "filters": filters,
+            "prefix": prefix,
+            # Small trees and filtered ones open fully; a large one opens its first level only.
+            "open_all": filtered or tree.total <= 60,
+        },
+    )
+
+
+def _unavailable(request: HttpRequest) -> HttpResponse:
+    """The answer for a page that is missing or that the reader may not read: the same for both."""
+    return render(request, "corpus/page_unavailable.html", {"path": request.path}, status=404)
 
 
 @login_required
@@ -42,20 +85,36 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
     try:
         view = page_read(principal=principal, path=path)
         relationships = page_relationships(principal=principal, path=path)
+        page = page_get_visible(principal=principal, path=path)
     except Page.DoesNotExist:
-        raise Http404("page not found") from None
+        return _unavailable(request)
     # page_read lists only the captures this reader can open.
-    sources = []
+    sources: list[Source] = []
     for key in view.sources:
-        source = source_get_visible(principal=principal, key=key)
-        sources.append({"key": key, "title": source.title, "uri": source.uri, "visible": True})
+        try:
+            sources.append(source_get_visible(principal=principal, key=key))
+        except Source.DoesNotExist:  # went out of reach between the two reads
+            continue
+    outgoing = relationships["links_to"] + [
+        item for item in relationships["related"] if item not in relationships["links_to"]
+    ]
+    due_in = reverify_days(view.type) - (timezone.localdate() - page.as_of).days
     return render(
         request,
         "corpus/page_detail.html",
         {
             "page": view,
-            "body_html": render_markdown(view.body, page_path=view.path),
+            "body_html": render_markdown(
+                view.body,
+                page_path=view.path,
+                unavailable=page_links_unavailable(principal=principal, page_id=page.pk),
+            ),
             "relationships": relationships,
+            "graph": relationship_graph(
+                path=view.path, title=view.title, incoming=relationships["linked_from"], outgoing=outgoing
+            ),
             "sources": sources,
+            "figures": page_figures(principal=principal, page_id=page.pk),
+            "due_in": due_in,
         },
     )

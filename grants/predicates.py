@@ -191,3 +191,24 @@ def effective_permission(
         row = cursor.fetchone()
     best = row[0] if row else None
     return int(best) if best is not None else None
+
+
+def members_holding(permission: int, *, path: str, category: str | None, sensitivity: int) -> set[int]:
+    """Ids of the active members holding at least ``permission`` on an object described by value.
+
+    The set-wise twin of ``effective_permission`` (same reach condition, same subjects:
+    direct grants and grants to a member's groups, active member and user). Used to tell a
+    requester who could approve their build; service accounts never approve.
+    """
+    sql = f"""SELECT DISTINCT m.id
+                FROM grants_member m
+                JOIN auth_user u ON u.id = m.user_id AND u.is_active
+                CROSS JOIN (VALUES (%s::varchar, %s::varchar, %s::integer)) AS o(path, category, sensitivity)
+                JOIN grants_grant g
+                  ON (g.member_id = m.id
+                      OR g.group_id IN (SELECT gm.group_id FROM grants_groupmembership gm WHERE gm.member_id = m.id))
+                 AND g.permission >= %s AND {_reach_condition("o")}
+               WHERE m.is_active"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (path, category, int(sensitivity), int(permission)))
+        return {row[0] for row in cursor.fetchall()}

@@ -10,11 +10,14 @@ import contextlib
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -24,6 +27,7 @@ from corpus.selectors import source_get_visible
 from grants.models import Member
 from grants.principals import principal_for_user
 from ingest.models import Extraction
+from ingest.selectors import uploads_of
 from ingest.services import document_ingest, extraction_retry
 from mcp_api.ratelimit import RateLimited, hit, limited_view, throttled
 from memory.api import api_member
@@ -63,7 +67,14 @@ def upload(request: HttpRequest) -> HttpResponseBase:
     problems: list[str] = []
     if request.method == "POST":
         try:
+            started = timezone.now()
             extraction = _ingest_from_request(request, member)
+            if extraction.created_at < started:  # the same bytes were uploaded before: nothing new stored
+                messages.info(
+                    request,
+                    "You uploaded exactly these bytes before: this is the existing capture, "
+                    "nothing was stored or extracted again.",
+                )
             return redirect("ingest:source", key=extraction.document.source.key)
         except ValidationError as invalid:
             problems = invalid.messages
@@ -82,6 +93,40 @@ def source(request: HttpRequest, key: str) -> HttpResponseBase:
     context: dict[str, Any] = {"source": found, "extraction": _latest(found)}
     template = "ingest/_status.html" if request.headers.get("HX-Request") else "ingest/source.html"
     return render(request, template, context)
+
+
+@login_required
+@require_GET
+def uploads(request: HttpRequest) -> HttpResponse:
+    """The member's own uploads with their extraction status, newest first (polls while any runs)."""
+    rows = uploads_of(member=_member(request))
+    running = any(row.status in (Extraction.Status.QUEUED, Extraction.Status.RUNNING) for row in rows)
+    template = "ingest/_uploads_table.html" if request.headers.get("HX-Request") else "ingest/uploads.html"
+    return render(request, template, {"rows": rows, "running": running})
+
+
+@login_required
+@require_GET
+def original(request: HttpRequest, key: str) -> HttpResponseBase:
+    """The uploaded file as it was sent, for anyone who may read its capture; always a download.
+
+    Served as an attachment of type ``application/octet-stream`` so a browser never renders
+    an uploaded HTML or SVG file on our origin.
+    """
+    try:
+        found = source_get_visible(principal=_member(request), key=key)
+    except Source.DoesNotExist as exc:
+        raise Http404 from exc
+    document = getattr(found, "document", None)
+    if document is None or not default_storage.exists(document.storage_name):
+        raise Http404
+    response = FileResponse(
+        default_storage.open(document.storage_name, "rb"),
+        as_attachment=True,
+        filename=document.filename or found.key.rsplit("/", 1)[-1],
+        content_type="application/octet-stream",
+    )
+    return response
 
 
 @login_required

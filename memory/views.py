@@ -76,10 +76,17 @@ def _may_change(member: Member, memory: Memory) -> bool:
 def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
     if request.method == "POST":
         tags = [tag for tag in request.POST.get("tags", "").split(",") if tag.strip()]
-        capture = memory_remember(
-            actor=member, content=request.POST.get("content", ""), tags=tags,
-            workspace=request.POST.get("workspace") or None,
-        )  # fmt: skip
+        try:
+            capture = memory_remember(
+                actor=member, content=request.POST.get("content", ""), tags=tags,
+                workspace=request.POST.get("workspace") or None,
+            )  # fmt: skip
+        except MemoryInvalid as invalid:
+            # Keep what was typed (a refused secret is never echoed: that path redirects).
+            messages.error(request, str(invalid))
+            typed = {"content": request.POST.get("content", ""), "tags": request.POST.get("tags", "")}
+            context = {"query": "", "workspace": None, "tag": None, "degraded": False, "results": [], "typed": typed}
+            return render(request, "memory/dashboard.html", context, status=400)
         notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
                  "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
         messages.success(request, notes[capture.outcome])

@@ -5,3 +5,14 @@ document.addEventListener("submit", (event) => {
     event.preventDefault();
   }
 });
+
+// Progressive enhancement: with script, the navigation collapses behind "Menu" on small screens.
+document.documentElement.classList.add("js");
+document.addEventListener("click", (event) => {
+  const toggle = event.target.closest && event.target.closest(".menu-toggle");
+  if (!toggle) return;
+  const nav = document.getElementById(toggle.getAttribute("aria-controls"));
+  const open = toggle.getAttribute("aria-expanded") !== "true";
+  toggle.setAttribute("aria-expanded", String(open));
+  nav.classList.toggle("open", open);
+});

@@ -348,7 +348,8 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
         build_write_page(build=build, path=PRICE_LIST, markdown=_page(body="# Price list\n\nNew plans.\n"))
         Build.objects.filter(pk=build.pk).update(status=Build.Status.AWAITING_REVIEW)
         for action in ("approve", "reject"):
-            response = self.client.post(f"/builds/{build.public_id}/{action}", {"note": f"ok {AWS_DISGUISED}"})
+            field = "note" if action == "approve" else "reason"
+            response = self.client.post(f"/builds/{build.public_id}/{action}", {field: f"ok {AWS_DISGUISED}"})
             self.responses.append(response.content.decode())
             assert response.status_code == 400, (action, response.status_code)
             assert "review note" in response.content.decode()

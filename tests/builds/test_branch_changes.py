@@ -30,8 +30,12 @@ class BranchChangeTests(BrainTestCase):
         assert page_read(principal=self.bob, path="topics/pricing/price-list.md").title == "Price list"
         build = build_submit(actor=self.alice, build=build)
         revisions = Revision.objects.count()
+        live_revision = Page.objects.get(path="topics/pricing/price-list.md").current_revision_id
         promotion = build_promote(actor=self.victor, build=build)
-        assert promotion.approved == [{"path": "topics/pricing/price-list.md", "action": "delete", "sha256": ""}]
+        assert promotion.approved == [
+            {"path": "topics/pricing/price-list.md", "action": "delete", "sha256": "", "revision": None,
+             "previous": live_revision}
+        ]  # fmt: skip
         with pytest.raises(Page.DoesNotExist):
             page_read(principal=self.bob, path="topics/pricing/price-list.md")
         assert Page.objects.get(path="topics/pricing/price-list.md").current_revision is None

@@ -145,7 +145,7 @@ class BuildTests(BrainTestCase):
         build = self.draft("topics/pricing/price-list.md")
         build = build_submit(actor=self.alice, build=build)
         with pytest.raises(PermissionDenied):
-            build_reject(actor=self.bob, build=build)
+            build_reject(actor=self.bob, build=build, note="not mine")
         assert build_reject(actor=self.victor, build=build, note="no").status == Build.Status.REJECTED
         other = self.draft("topics/pricing/other.md")
         assert build_cancel(actor=self.alice, build=other).status == Build.Status.CANCELLED

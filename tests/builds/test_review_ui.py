@@ -66,21 +66,83 @@ class ReviewUiTests(BrainTestCase):
     def test_zip_to_live_pages_through_review(self) -> None:
         build = self.open_import()
         page = self.client.get(f"/builds/{build.public_id}/").content.decode()
-        assert "+Team and Enterprise plans." in page
-        assert "-Team plan." in page
+        # Word-level highlighting: the changed words are marked inside the changed lines.
+        assert "Team <ins>and Enterprise plans</ins>." in page
+        assert "Team <del>plan</del>." in page
+        assert "<strong>1</strong> new" in page
+        assert "<strong>1</strong> changed" in page
+        assert "<strong>0</strong> deleted" in page
+        assert "Who can approve this build: <strong>victor</strong>" in page  # the requester is told
+        assert "Preview as it will read" in page
+        assert "<h1>Renewals</h1>" in page
+        assert "Frontmatter as written" in page
         assert "the requester cannot approve their own build" in page
         assert "disabled" in page
 
         self.client.force_login(self.victor.user)
         queue = self.client.get("/builds/").content.decode()
         assert "Pricing refresh" in queue
+        reviewer_view = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Who can approve" not in reviewer_view  # told to the requester only
         response = self.client.post(f"/builds/{build.public_id}/approve", {"note": "ship it"})
         assert response.status_code == 302
         assert Page.objects.get(path="topics/pricing/renewals.md").title == "Renewals"
         promotion = Promotion.objects.get(build=build)
         assert promotion.approver == self.victor
         assert promotion.note == "ship it"
-        assert "Promoted by <strong>victor</strong>" in self.client.get(f"/builds/{build.public_id}/").content.decode()
+        approved_page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Approved and promoted by <strong>victor</strong>" in approved_page
+
+        # The page changes again later: the promoted build still shows the diff that was approved.
+        publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\nEverything changed.\n")
+        later = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Team <ins>and Enterprise plans</ins>." in later
+        assert "Everything changed" not in later
+        assert "<strong>1</strong> new" in later
+        assert "<strong>1</strong> changed" in later
+
+        # The history lists the revision with its build and note, and diffs any two revisions.
+        history = self.client.get("/pages/topics/pricing/price-list.md/history").content.decode()
+        assert "Pricing refresh" in history
+        assert "ship it" in history
+        assert "victor" in history
+        revisions = list(Page.objects.get(path="topics/pricing/price-list.md").revisions.order_by("promoted_at"))
+        first, last = revisions[0].sha256[:12], revisions[-1].sha256[:12]
+        compare = self.client.get(f"/pages/topics/pricing/price-list.md/history?from={first}&to={last}")
+        assert compare.status_code == 200
+        assert "<del>Team plan.</del>" in compare.content.decode()
+        assert "<ins>Everything changed.</ins>" in compare.content.decode()
+        assert self.client.get("/pages/topics/pricing/price-list.md/history?from=0000000&to=1111111").status_code == 404
+
+    def test_rejecting_needs_a_reason_and_keeps_what_was_typed(self) -> None:
+        build = self.open_import()
+        self.client.force_login(self.victor.user)
+        response = self.client.post(f"/builds/{build.public_id}/reject", {"reason": "   "})
+        assert response.status_code == 400
+        assert "Say why you reject this build" in response.content.decode()
+        build.refresh_from_db()
+        assert build.status == Build.Status.AWAITING_REVIEW
+        response = self.client.post(f"/builds/{build.public_id}/reject", {"reason": "Prices are wrong"})
+        assert response.status_code == 302
+        build.refresh_from_db()
+        assert build.status == Build.Status.REJECTED
+        self.client.force_login(self.alice.user)
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Rejected by <strong>victor</strong>" in page
+        assert "Prices are wrong" in page
+
+    def test_nobody_can_approve_is_said_to_the_requester(self) -> None:
+        self.client.force_login(self.bob.user)
+        grant_issue(actor=SYSTEM, member=self.bob, path="notes/", permission="suggest")
+        archive = _zip({"notes/idea.md": page_markdown(owner="bob", title="Idea")})
+        with self.captureOnCommitCallbacks(execute=True):
+            response = self.client.post("/builds/import", {"title": "Orphan", "archive": archive})
+        assert response.status_code == 302, response.content
+        build = Build.objects.get(title="Orphan")
+        while job_step(BuildJob.objects.get(build=build).pk) == "progress":
+            pass
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Nobody can approve this build as it stands" in page
 
     def test_requester_cannot_self_approve_through_the_ui(self) -> None:
         build = self.open_import()

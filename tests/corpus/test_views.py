@@ -46,7 +46,7 @@ class ViewTests(BrainTestCase):
         assert "&lt;script&gt;" in body
         assert 'href="javascript:' not in body
         assert 'href="/pages/topics/pricing/price-list.md"' in body
-        assert "last held true: 2026-09-02" in body
+        assert "<dt>Held true as of</dt><dd>2026-09-02" in body
         assert "Northwind MSA" in body
         self.client.force_login(self.charlie.user)  # an admin without grants: the same 404 as anyone
         assert self.client.get(f"/pages/{DISCOUNT_POLICY}").status_code == 404

@@ -1,0 +1,231 @@
+"""What a build's review screen shows: each change as a pair of revisions, diffed.
+
+Before promotion a change is compared with the live page; after promotion with the
+revision it replaced, recorded on the ``Promotion`` — so a promoted build keeps showing
+exactly the diff its approver approved, like a merged pull request, however the page has
+changed since. Every read goes through the viewer's grants: a change to a page the viewer
+cannot read is left out entirely (no path, no count).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from django.utils.safestring import SafeString
+
+from builds.models import Build, BuildChange
+from builds.selectors import build_promotion_blockers, viewer_reads_change
+from corpus.diffs import Diff, line_diff
+from corpus.models import Page, Revision
+from corpus.rendering import render_markdown
+from corpus.selectors import frontmatter_as_seen_by
+from grants.models import Member, Permission
+from grants.predicates import members_holding
+from grants.principals import Principal, SystemPrincipal
+
+# Past this many candidates the exact check is not run for everyone; the page says "and others".
+APPROVER_CHECK_LIMIT = 12
+
+
+@dataclass(frozen=True)
+class ChangePair:
+    """One change as the viewer may see it: the revision it replaces (or None) and the new one."""
+
+    path: str
+    action: str
+    old: Revision | None
+    new: Revision | None
+
+
+@dataclass
+class ChangeView:
+    """A change ready to show: its diff, the draft's frontmatter as written, a rendered preview."""
+
+    path: str
+    action: str
+    is_new: bool
+    new_path: str
+    diff: Diff
+    frontmatter_text: str
+    preview_html: SafeString | None
+    sources: list[str]
+
+    @property
+    def label(self) -> str:
+        if self.action == BuildChange.Action.DELETE:
+            return "deleted"
+        if self.action == BuildChange.Action.MOVE:
+            return "moved"
+        return "new page" if self.is_new else "changed"
+
+
+@dataclass
+class ReviewView:
+    changes: list[ChangeView] = field(default_factory=list)
+
+    def count(self, label: str) -> int:
+        return sum(1 for change in self.changes if change.label == label)
+
+    @property
+    def new(self) -> int:
+        return self.count("new page")
+
+    @property
+    def changed(self) -> int:
+        return self.count("changed")
+
+    @property
+    def deleted(self) -> int:
+        return self.count("deleted")
+
+    @property
+    def moved(self) -> int:
+        return self.count("moved")
+
+
+def revision_readable(viewer: Principal | None, revision: Revision) -> bool:
+    """Whether ``viewer`` may read ``revision`` as it was written (its path, category, sensitivity)."""
+    from corpus.services import document_from_revision, may_write
+
+    if isinstance(viewer, SystemPrincipal):
+        return True
+    return viewer is not None and may_write(viewer, document_from_revision(revision), None, Permission.READ)
+
+
+def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
+    """The build's changes the viewer may read, each as (replaced revision, new revision)."""
+    promotion = getattr(build, "promotion", None) if build.status == Build.Status.PROMOTED else None
+    if promotion is not None:
+        return _approved_pairs(promotion.approved, viewer)
+    pairs: list[ChangePair] = []
+    changes = list(build.changes.select_related("revision").order_by("path"))
+    live_pages = {
+        page.path: page
+        for page in Page.objects.visible_to(viewer, "read")
+        .select_related("current_revision")
+        .filter(path__in=[change.path for change in changes])
+    }
+    for change in changes:
+        if not viewer_reads_change(viewer, change):
+            continue
+        live = live_pages.get(change.path)
+        pairs.append(ChangePair(change.path, change.action, live.current_revision if live else None, change.revision))
+    return pairs
+
+
+def _approved_pairs(approved: list[dict[str, Any]], viewer: Principal | None) -> list[ChangePair]:
+    ids = [entry.get(key) for entry in approved for key in ("revision", "previous")]
+    revisions = Revision.objects.in_bulk([pk for pk in ids if pk])
+    pairs: list[ChangePair] = []
+    for entry in approved:
+        new = revisions.get(entry.get("revision") or 0)
+        old = revisions.get(entry.get("previous") or 0)
+        if new is None and old is None:  # promoted before pairs were recorded: the paths only
+            continue
+        shown_new = new if new is not None and revision_readable(viewer, new) else None
+        shown_old = old if old is not None and revision_readable(viewer, old) else None
+        if shown_new is None and (new is not None or shown_old is None):
+            continue  # the viewer may not read what went live (or what was deleted)
+        pairs.append(ChangePair(entry.get("from") or entry["path"], entry["action"], shown_old, shown_new))
+    return pairs
+
+
+def _frontmatter_lines(revision: Revision, viewer: Principal | None) -> tuple[list[str], str]:
+    """The frontmatter as its author wrote it — unless that names something hidden from the viewer.
+
+    Then (and for revisions written before the text was kept) it is the parsed frontmatter
+    with the hidden references left out, serialised: never a key or path the viewer could not read.
+    """
+    shown = frontmatter_as_seen_by(revision.frontmatter, viewer)
+    if revision.frontmatter_text and shown == revision.frontmatter:
+        text = revision.frontmatter_text
+    else:
+        text = yaml.safe_dump(shown, sort_keys=False, allow_unicode=True).rstrip("\n")
+    return text.splitlines(), text
+
+
+def revision_lines(revision: Revision | None, viewer: Principal | None) -> list[str]:
+    """A revision as the lines a diff compares: frontmatter (as written when allowed), then body."""
+    if revision is None:
+        return []
+    frontmatter, _ = _frontmatter_lines(revision, viewer)
+    return ["---", *frontmatter, "---", *revision.body.splitlines()]
+
+
+def build_review(*, build: Build, viewer: Principal | None) -> ReviewView:
+    """Every change of ``build`` the viewer may read, diffed word by word, with a preview.
+
+    Call only with a build obtained through ``build_get_visible``.
+    """
+    review = ReviewView()
+    for pair in change_pairs(build=build, viewer=viewer):
+        new = pair.new if pair.action != BuildChange.Action.DELETE else None
+        frontmatter_text = _frontmatter_lines(new, viewer)[1] if new is not None else ""
+        shown_sources = frontmatter_as_seen_by(new.frontmatter, viewer).get("sources", []) if new else []
+        review.changes.append(
+            ChangeView(
+                path=pair.path,
+                action=pair.action,
+                is_new=pair.old is None,
+                new_path=new.path if new is not None and new.path != pair.path else "",
+                diff=line_diff(revision_lines(pair.old, viewer), revision_lines(new, viewer)),
+                frontmatter_text=frontmatter_text,
+                preview_html=SafeString(render_markdown(new.body, page_path=new.path)) if new is not None else None,
+                sources=[str(source) for source in shown_sources],
+            )
+        )
+    return review
+
+
+def build_approvers(*, build: Build) -> list[Member]:
+    """Members who could promote ``build`` as it stands, each checked by the promotion gate itself.
+
+    Candidates are those whose grants reach every page, capture and figure page of the build
+    with approve (one query per part); each is then confirmed with ``build_promotion_blockers``
+    so the list never names someone the gate would refuse. Shown to the requester only.
+    """
+    from corpus.services import document_from_revision
+
+    candidates: set[int] | None = None
+
+    def narrow(ids: set[int]) -> None:
+        nonlocal candidates
+        candidates = ids if candidates is None else candidates & ids
+
+    for change in build.changes.select_related("revision"):
+        live = Page.objects.filter(path=change.path, current_revision__isnull=False).first()
+        if live is not None:
+            narrow(
+                members_holding(
+                    Permission.APPROVE, path=live.path, category=live.category, sensitivity=live.sensitivity
+                )
+            )
+        if change.revision is not None:
+            document = document_from_revision(change.revision)
+            narrow(
+                members_holding(
+                    Permission.APPROVE, path=document.path, category=document.category, sensitivity=document.sensitivity
+                )
+            )
+    for recorded in build.captures.select_related("source"):
+        source = recorded.source
+        narrow(
+            members_holding(
+                Permission.APPROVE, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
+            )
+        )
+    for figure_draft in build.figures.select_related("figure__page"):
+        page = figure_draft.figure.page
+        narrow(
+            members_holding(Permission.APPROVE, path=page.path, category=page.category, sensitivity=page.sensitivity)
+        )
+    if not candidates:
+        return []
+    members = Member.objects.filter(pk__in=candidates).select_related("user").order_by("user__username")
+    return [
+        member
+        for member in members[:APPROVER_CHECK_LIMIT]
+        if not build_promotion_blockers(build=build, approver=member, once_submitted=True)
+    ]
