@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-answers conformance
+.PHONY: run test test-browser browser lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-web bench-answers conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,9 +20,24 @@ $(STAMP): requirements.txt requirements-nodeps.txt constraints.txt | $(PY)
 run: $(STAMP)
 	$(PY) -m brain.launcher run
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m brain.launcher up
 	$(PY) -m pytest
+
+# Debian's chromium for the browser tests, installed with apt-get where missing (as root, or
+# through sudo). Playwright drives it at /usr/bin/chromium; no browser is ever downloaded.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  echo "installing Debian's chromium for the browser tests (apt-get)"; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
+	@chromium --version
+
+# Only the browser journeys (also part of `make test`).
+test-browser: $(STAMP) browser
+	$(PY) -m brain.launcher up
+	$(PY) -m pytest tests/browser
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -71,6 +86,10 @@ bench-capsules: $(STAMP)
 # Document ingest throughput on a mixed generated batch (under a minute).
 bench-ingest: $(STAMP)
 	$(PY) -m bench.ingest
+
+# Server time of the web pages at 10k pages beside a plain page (several minutes: it builds the corpus).
+bench-web: $(STAMP)
+	$(PY) -m bench.web
 
 # Recall and false positives of the secret detector on the labelled corpus (seconds).
 bench-secrets: $(STAMP)

@@ -238,7 +238,7 @@ AXES_VERBOSE = False
 BRAIN_TRUSTED_PROXY_COUNT = env_int("BRAIN_TRUSTED_PROXY_COUNT", 0, minimum=0, maximum=10)
 AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_ip"
 LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/search"
+LOGIN_REDIRECT_URL = "/"  # home: what needs you
 LOGOUT_REDIRECT_URL = "/login/"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -326,6 +326,9 @@ BRAIN_SEARCH: dict[str, Any] = {
     # work_mem (MB) of the search transaction: the caller's visible-revision set must fit
     # in a hash (about 50 bytes a page), or PostgreSQL probes it linearly per candidate.
     "WORK_MEM_MB": env_int("BRAIN_SEARCH_WORK_MEM_MB", 32, minimum=4, maximum=4096),
+    # The web search page's relevance floor: a result found by meaning alone needs at least
+    # this cosine similarity (a nonsense query still has nearest neighbours; see corpus/search_results.py).
+    "WEB_MIN_SIMILARITY": float(env_str("BRAIN_SEARCH_WEB_MIN_SIMILARITY") or 0.25),
 }
 
 BRAIN_BUILD_DRIVER: dict[str, int] = {

@@ -16,11 +16,11 @@ import yaml
 from django.utils.safestring import SafeString
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_promotion_blockers, viewer_reads_change
+from builds.selectors import build_promotion_blockers, changes_readable_by
 from corpus.diffs import Diff, line_diff
 from corpus.models import Page, Revision
 from corpus.rendering import render_markdown
-from corpus.selectors import frontmatter_as_seen_by
+from corpus.selectors import ReferenceFilter
 from grants.models import Member, Permission
 from grants.predicates import members_holding
 from grants.principals import Principal, SystemPrincipal
@@ -101,6 +101,7 @@ def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
         return _approved_pairs(promotion.approved, viewer)
     pairs: list[ChangePair] = []
     changes = list(build.changes.select_related("revision").order_by("path"))
+    readable = changes_readable_by(viewer, changes)
     live_pages = {
         page.path: page
         for page in Page.objects.visible_to(viewer, "read")
@@ -108,7 +109,7 @@ def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
         .filter(path__in=[change.path for change in changes])
     }
     for change in changes:
-        if not viewer_reads_change(viewer, change):
+        if change.pk not in readable:
             continue
         live = live_pages.get(change.path)
         pairs.append(ChangePair(change.path, change.action, live.current_revision if live else None, change.revision))
@@ -132,13 +133,13 @@ def _approved_pairs(approved: list[dict[str, Any]], viewer: Principal | None) ->
     return pairs
 
 
-def _frontmatter_lines(revision: Revision, viewer: Principal | None) -> tuple[list[str], str]:
+def _frontmatter_lines(revision: Revision, references: ReferenceFilter) -> tuple[list[str], str]:
     """The frontmatter as its author wrote it — unless that names something hidden from the viewer.
 
     Then (and for revisions written before the text was kept) it is the parsed frontmatter
     with the hidden references left out, serialised: never a key or path the viewer could not read.
     """
-    shown = frontmatter_as_seen_by(revision.frontmatter, viewer)
+    shown = references.seen(revision.frontmatter)
     if revision.frontmatter_text and shown == revision.frontmatter:
         text = revision.frontmatter_text
     else:
@@ -146,11 +147,14 @@ def _frontmatter_lines(revision: Revision, viewer: Principal | None) -> tuple[li
     return text.splitlines(), text
 
 
-def revision_lines(revision: Revision | None, viewer: Principal | None) -> list[str]:
+def revision_lines(
+    revision: Revision | None, viewer: Principal | None, references: ReferenceFilter | None = None
+) -> list[str]:
     """A revision as the lines a diff compares: frontmatter (as written when allowed), then body."""
     if revision is None:
         return []
-    frontmatter, _ = _frontmatter_lines(revision, viewer)
+    references = references or ReferenceFilter(viewer, [revision.frontmatter])
+    frontmatter, _ = _frontmatter_lines(revision, references)
     return ["---", *frontmatter, "---", *revision.body.splitlines()]
 
 
@@ -160,17 +164,21 @@ def build_review(*, build: Build, viewer: Principal | None) -> ReviewView:
     Call only with a build obtained through ``build_get_visible``.
     """
     review = ReviewView()
-    for pair in change_pairs(build=build, viewer=viewer):
+    pairs = change_pairs(build=build, viewer=viewer)
+    references = ReferenceFilter(
+        viewer, [revision.frontmatter for pair in pairs for revision in (pair.old, pair.new) if revision is not None]
+    )
+    for pair in pairs:
         new = pair.new if pair.action != BuildChange.Action.DELETE else None
-        frontmatter_text = _frontmatter_lines(new, viewer)[1] if new is not None else ""
-        shown_sources = frontmatter_as_seen_by(new.frontmatter, viewer).get("sources", []) if new else []
+        frontmatter_text = _frontmatter_lines(new, references)[1] if new is not None else ""
+        shown_sources = references.seen(new.frontmatter).get("sources", []) if new else []
         review.changes.append(
             ChangeView(
                 path=pair.path,
                 action=pair.action,
                 is_new=pair.old is None,
                 new_path=new.path if new is not None and new.path != pair.path else "",
-                diff=line_diff(revision_lines(pair.old, viewer), revision_lines(new, viewer)),
+                diff=line_diff(revision_lines(pair.old, viewer, references), revision_lines(new, viewer, references)),
                 frontmatter_text=frontmatter_text,
                 preview_html=SafeString(render_markdown(new.body, page_path=new.path)) if new is not None else None,
                 sources=[str(source) for source in shown_sources],

@@ -5,13 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db.models import QuerySet
-
 from builds.models import Build, BuildChange
 from corpus.models import Page
 from corpus.selectors import frontmatter_as_seen_by
 from grants.models import Member, Permission
-from grants.predicates import effective_permission
+from grants.predicates import effective_permission, effective_permissions
 from grants.principals import Principal, SystemPrincipal
 
 
@@ -23,7 +21,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     leaves out the build's status (who *could* approve an open build once it is submitted).
     """
     from builds.services import builds_settings
-    from corpus.services import approver_ok, document_from_revision, may_approve_live_page, unseen_replacement
+    from corpus.services import may_approve_live_page
 
     blockers: list[str] = []
     if build.status != Build.Status.AWAITING_REVIEW and not once_submitted:
@@ -66,52 +64,133 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
             blockers.append(
                 f"{recorded.figure.page.path}: you may not approve figure {recorded.figure.key} on this page"
             )
+    blockers.extend(_change_blockers(approver, changes, hidden=hidden, already=blockers))
+    return blockers
+
+
+def _change_blockers(approver: Principal, changes: list[BuildChange], *, hidden: str, already: list[str]) -> list[str]:
+    """The page changes' part of ``build_promotion_blockers``, read in a constant number of queries.
+
+    The rules are those of ``revision_promote``/``page_retire`` (approve on the draft as it will
+    be and on the page now, the owner rule, no unseen replacement, no stale draft), evaluated
+    on data fetched once for all changes: the build's review page must not cost a query per file.
+    """
+    from corpus.services import document_from_revision
+
+    blockers: list[str] = []
+
+    def block(reason: str) -> None:
+        if reason not in blockers and reason not in already:
+            blockers.append(reason)
+
+    readable = changes_readable_by(approver, changes)
+    paths = {change.path for change in changes} | {
+        change.revision.path for change in changes if change.revision is not None
+    }
+    pages = {
+        page.path: page
+        for page in Page.objects.select_related("owner__user", "current_revision").filter(path__in=paths)
+    }
+    documents = {change.pk: document_from_revision(change.revision) for change in changes if change.revision}
+    objects: list[tuple[str, str | None, int]] = []
+    index_of: dict[tuple[str, str | None, int], int] = {}
+
+    def described(path: str, category: str | None, sensitivity: int) -> int:
+        key = (path, category, int(sensitivity))
+        if key not in index_of:
+            index_of[key] = len(objects)
+            objects.append(key)
+        return index_of[key]
+
     for change in changes:
-        if not viewer_reads_change(approver, change):
-            # Never name a page the approver cannot read, nor how many there are.
-            if hidden not in blockers:
-                blockers.append(hidden)
+        live = pages.get(change.path)
+        if live is not None:
+            described(live.path, live.category, live.sensitivity)
+        if change.pk in documents:
+            document = documents[change.pk]
+            described(document.path, document.category, document.sensitivity)
+            existing = pages.get(document.path)
+            if existing is not None:
+                described(existing.path, existing.category, existing.sensitivity)
+    held = effective_permissions(approver, objects)
+    system = isinstance(approver, SystemPrincipal)
+
+    def approves(path: str, category: str | None, sensitivity: int) -> bool:
+        best = held[index_of[(path, category, int(sensitivity))]]
+        return best is not None and best >= Permission.APPROVE
+
+    def approves_live(page: Page) -> bool:  # may_approve_live_page, on the fetched rows
+        if system:
+            return True
+        if page.current_revision_id is None or not approves(page.path, page.category, page.sensitivity):
+            return False
+        return page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id)
+
+    authors_reading: dict[int, set[str]] = {}
+
+    def author_reads(author_id: int, path: str) -> bool:  # unseen_replacement, one query per author
+        if author_id not in authors_reading:
+            author = Member.objects.filter(pk=author_id).first()
+            authors_reading[author_id] = (
+                set(Page.objects.visible_to(author, "read").filter(path__in=paths).values_list("path", flat=True))
+                if author is not None
+                else set()
+            )
+        return path in authors_reading[author_id]
+
+    for change in changes:
+        if change.pk not in readable:
+            block(hidden)  # never name a page the approver cannot read, nor how many there are
             continue
-        live = (
-            Page.objects.select_related("owner__user").filter(path=change.path, current_revision__isnull=False).first()
-        )
+        live = pages.get(change.path)
+        if live is not None and live.current_revision_id is None:
+            live = None
         if change.action in ("delete", "move"):
             if live is None:
-                blockers.append(f"{change.path}: is no longer a live page")
-            elif not may_approve_live_page(approver, live):
-                blockers.append(f"{change.path}: you may not approve taking this page out of the corpus")
+                block(f"{change.path}: is no longer a live page")
+            elif not approves_live(live):
+                block(f"{change.path}: you may not approve taking this page out of the corpus")
             if change.action == "delete":
                 continue
         if change.revision is None:
             continue
+        document = documents[change.pk]
         target = change.revision.path  # a move's draft sits at its new path
-        document = document_from_revision(change.revision)
-        existing = (
-            Page.objects.select_related("owner__user", "current_revision").filter(path=change.revision.path).first()
+        existing = pages.get(target)
+        unseen = (
+            existing is not None
+            and existing.current_revision_id is not None
+            and change.revision.author_id is not None
+            and not author_reads(change.revision.author_id, existing.path)
         )
-        if unseen_replacement(change.revision, existing):
-            assert existing is not None  # unseen_replacement is true only over a live page
-            if Page.objects.visible_to(approver, "read").filter(pk=existing.pk).exists():
-                blockers.append(f"{target}: its author cannot read the live page there; it would replace it unseen")
-            elif hidden not in blockers:
-                blockers.append(hidden)
-            continue
-        if not approver_ok(approver, document, existing):
-            owner_rule = document.change_policy == "owner" or (
-                existing is not None and existing.change_policy == "owner"
+        if unseen:
+            assert existing is not None
+            reader_sees_it = system or (Page.objects.visible_to(approver, "read").filter(pk=existing.pk).exists())
+            block(
+                f"{target}: its author cannot read the live page there; it would replace it unseen"
+                if reader_sees_it
+                else hidden
             )
-            if owner_rule:
-                owner = existing.owner.username if existing is not None else document.owner
-                blockers.append(f"{target}: only its owner ({owner}) may approve it (change policy 'owner')")
+            continue
+        may = approves(document.path, document.category, document.sensitivity) and (
+            existing is None or approves(existing.path, existing.category, existing.sensitivity)
+        )
+        owner_rule = document.change_policy == "owner" or (existing is not None and existing.change_policy == "owner")
+        owner = existing.owner.username if existing is not None else document.owner
+        if may and owner_rule and not system and not (isinstance(approver, Member) and approver.username == owner):
+            may = False
+        if not may:
+            if owner_rule and not system:
+                block(f"{target}: only its owner ({owner}) may approve it (change policy 'owner')")
             else:
-                blockers.append(f"{target}: you do not hold approve on this page")
+                block(f"{target}: you do not hold approve on this page")
         if (
             existing is not None
             and existing.current_revision is not None
             and existing.current_revision.promoted_at is not None
             and existing.current_revision.promoted_at > change.revision.created_at
         ):
-            blockers.append(f"{target}: the live page changed after this draft was written; draft it again")
+            block(f"{target}: the live page changed after this draft was written; draft it again")
     return blockers
 
 
@@ -144,38 +223,83 @@ def approves_any_part(principal: Principal, build: Build) -> bool:
     A build that holds only captures or figures is reviewed by whoever holds approve on
     them (a capture's scope, a figure's page) — otherwise no one could ever see or promote it.
     """
-    from corpus.services import document_from_revision, may_approve_live_page, may_write
+    return build.pk in builds_approvable_by(principal, [build])
 
-    for change in build.changes.select_related("revision"):
-        if change.revision is None:
-            continue
-        existing = Page.objects.filter(path=change.path).first()
-        if may_write(principal, document_from_revision(change.revision), existing, Permission.APPROVE):
-            return True
-    for capture in build.captures.select_related("source"):
-        source = capture.source
-        held = effective_permission(
-            principal, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
+
+def builds_approvable_by(principal: Principal | None, builds: list[Build]) -> set[int]:
+    """Ids of the ``builds`` of which ``principal`` may approve at least one part.
+
+    A constant number of queries however many builds: every object the rule weighs (each
+    draft as it will be, the page it replaces, each capture, each figure's page) is described
+    by value and sent to the access predicate in one ``effective_permissions`` call.
+    - a page change: approve on the draft as it will be and on the page at its path now;
+    - a capture: approve on its scope;
+    - a figure: approve on its live page, and ownership when the page's policy is ``owner``.
+    """
+    from builds.models import BuildCapture, BuildFigure
+    from corpus.services import document_from_revision
+
+    if principal is None or not builds:
+        return set()
+    ids = [build.pk for build in builds]
+    changes = [
+        change
+        for change in BuildChange.objects.filter(build_id__in=ids).select_related("revision")
+        if change.revision is not None
+    ]
+    existing = {page.path: page for page in Page.objects.filter(path__in={change.path for change in changes})}
+    captures = list(BuildCapture.objects.filter(build_id__in=ids).select_related("source"))
+    figures = list(BuildFigure.objects.filter(build_id__in=ids).select_related("figure__page"))
+
+    objects: list[tuple[str, str | None, int]] = []
+    # (build id, indexes of the objects that must all reach approve, owner check passed)
+    claims: list[tuple[int, list[int], bool]] = []
+
+    def described(path: str, category: str | None, sensitivity: int) -> int:
+        objects.append((path, category, int(sensitivity)))
+        return len(objects) - 1
+
+    for change in changes:
+        assert change.revision is not None
+        document = document_from_revision(change.revision)
+        needed = [described(document.path, document.category, document.sensitivity)]
+        page = existing.get(change.path)
+        if page is not None:
+            needed.append(described(page.path, page.category, page.sensitivity))
+        claims.append((change.build_id, needed, True))
+    for recorded in captures:
+        source = recorded.source
+        claims.append((recorded.build_id, [described(source.scope_path, source.category, source.sensitivity)], True))
+    for figure_draft in figures:
+        page = figure_draft.figure.page
+        owner_ok = (
+            isinstance(principal, SystemPrincipal)
+            or page.change_policy != "owner"
+            or (isinstance(principal, Member) and principal.pk == page.owner_id)
         )
-        if held is not None and held >= Permission.APPROVE:
-            return True
-    for recorded in build.figures.select_related("figure__page__owner__user"):
-        page = recorded.figure.page
-        if Page.objects.visible_to(principal, "read").filter(pk=page.pk).exists() and may_approve_live_page(
-            principal, page
-        ):
-            return True
-    return False
+        live = page.current_revision_id is not None
+        claims.append(
+            (figure_draft.build_id, [described(page.path, page.category, page.sensitivity)], owner_ok and live)
+        )
+    held = effective_permissions(principal, objects)
+    return {
+        build_id
+        for build_id, needed, ok in claims
+        if ok and all(held[index] is not None and held[index] >= Permission.APPROVE for index in needed)  # type: ignore[operator]
+    }
 
 
 def build_list_awaiting_review(*, principal: Principal | None) -> list[Build]:
-    """Builds awaiting review that ``principal`` could act on (approve at least one page)."""
+    """Builds awaiting review that ``principal`` could act on (approve at least one part)."""
     if principal is None:
         return []
-    candidates: QuerySet[Build] = Build.objects.filter(status=Build.Status.AWAITING_REVIEW).select_related(
-        "requester__user"
+    candidates = list(
+        Build.objects.filter(status=Build.Status.AWAITING_REVIEW)
+        .select_related("requester__user")
+        .order_by("-submitted_at", "-id")
     )
-    return [build for build in candidates if approves_any_part(principal, build)]
+    approvable = builds_approvable_by(principal, candidates)
+    return [build for build in candidates if build.pk in approvable]
 
 
 def _render_frontmatter(frontmatter: dict[str, object]) -> list[str]:
@@ -194,19 +318,39 @@ def viewer_reads_change(viewer: Principal | None, change: BuildChange) -> bool:
     A build is visible to anyone approving one of its pages; the *other* pages' paths and
     content stay hidden from them unless their own grants allow reading them.
     """
-    from corpus.services import document_from_revision, may_write
+    return change.pk in changes_readable_by(viewer, [change])
+
+
+def changes_readable_by(viewer: Principal | None, changes: list[BuildChange]) -> set[int]:
+    """Ids of the ``changes`` ``viewer`` may read — two queries however many changes.
+
+    A live page the viewer cannot read counts as no page: a draft at its path is shown as a
+    new page (to its author, exactly as for a free path), a deletion not at all. A draft is
+    readable when the viewer holds read on it as it will be (the page now at its path, if
+    they can see it, they read by definition).
+    """
+    from corpus.services import document_from_revision
 
     if isinstance(viewer, SystemPrincipal):
-        return True
-    if viewer is None:
-        return False
-    # A live page the viewer cannot read counts as no page: a draft at its path is shown as
-    # a new page (to its author, exactly as for a free path), a deletion not at all.
-    live = Page.objects.visible_to(viewer, "read").filter(path=change.path).first()
-    if change.revision is None:
-        return live is not None
-    existing = Page.objects.visible_to(viewer, "read").filter(path=change.revision.path).first()
-    return may_write(viewer, document_from_revision(change.revision), existing, Permission.READ)
+        return {change.pk for change in changes}
+    if viewer is None or not changes:
+        return set()
+    deletions = [change for change in changes if change.revision is None]
+    visible_paths = (
+        set(
+            Page.objects.visible_to(viewer, "read")
+            .filter(path__in={change.path for change in deletions})
+            .values_list("path", flat=True)
+        )
+        if deletions
+        else set()
+    )
+    drafts = [change for change in changes if change.revision is not None]
+    documents = [document_from_revision(change.revision) for change in drafts]  # type: ignore[arg-type]
+    held = effective_permissions(viewer, [(doc.path, doc.category, doc.sensitivity) for doc in documents])
+    readable = {change.pk for change in deletions if change.path in visible_paths}
+    readable |= {change.pk for change, best in zip(drafts, held, strict=True) if best is not None}
+    return readable
 
 
 def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[Any]]:

@@ -105,8 +105,10 @@ def line_diff(old: list[str], new: list[str], *, context: int = CONTEXT_LINES) -
                 if word_level and old_line is not None and new_line is not None:
                     old_segments, new_segments = _word_pair(old_line, new_line)
                 else:
-                    old_segments = ((old_line, True),) if old_line is not None else ()
-                    new_segments = ((new_line, True),) if new_line is not None else ()
+                    # A line with no counterpart is marked by its row's colour alone: highlighting
+                    # every word of a new page would only add noise.
+                    old_segments = ((old_line, False),) if old_line is not None else ()
+                    new_segments = ((new_line, False),) if new_line is not None else ()
                 if old_line is not None:
                     removed_rows.append(DiffLine("del", i1 + index + 1, None, old_segments))
                 if new_line is not None:

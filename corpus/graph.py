@@ -39,10 +39,11 @@ def relationship_graph(
     height = rows * (NODE_H + GAP) + GAP
     centre_y = (height - NODE_H) // 2
     centre_x = (WIDTH - NODE_W) // 2
+    summary = f"Relationships of {title}: {len(incoming)} linking in, {len(outgoing)} linked to"
+    # No role="img": the nodes are links, and an image may not contain interactive content.
     parts = [
-        f'<svg class="graph" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" '
-        f'aria-label="Relationships of {html.escape(title, quote=True)}: {len(incoming)} linking in, '
-        f'{len(outgoing)} linked to">'
+        f'<svg class="graph" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}">'
+        f"<title>{html.escape(summary)}</title>"
     ]
     for side, items, x in (("in", left, 0), ("out", right, WIDTH - NODE_W)):
         offset = (height - len(items) * (NODE_H + GAP) + GAP) // 2

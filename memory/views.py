@@ -85,8 +85,10 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
             # Keep what was typed (a refused secret is never echoed: that path redirects).
             messages.error(request, str(invalid))
             typed = {"content": request.POST.get("content", ""), "tags": request.POST.get("tags", "")}
-            context = {"query": "", "workspace": None, "tag": None, "degraded": False, "results": [], "typed": typed}
-            return render(request, "memory/dashboard.html", context, status=400)
+            refused: dict[str, Any] = {
+                "query": "", "workspace": None, "tag": None, "degraded": False, "results": [], "typed": typed,
+            }  # fmt: skip
+            return render(request, "memory/dashboard.html", refused, status=400)
         notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
                  "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
         messages.success(request, notes[capture.outcome])

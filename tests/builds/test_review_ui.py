@@ -110,8 +110,8 @@ class ReviewUiTests(BrainTestCase):
         first, last = revisions[0].sha256[:12], revisions[-1].sha256[:12]
         compare = self.client.get(f"/pages/topics/pricing/price-list.md/history?from={first}&to={last}")
         assert compare.status_code == 200
-        assert "<del>Team plan.</del>" in compare.content.decode()
-        assert "<ins>Everything changed.</ins>" in compare.content.decode()
+        assert "removed: </span>Team plan." in compare.content.decode()
+        assert "added: </span><ins>Everything changed.</ins>" in compare.content.decode()
         assert self.client.get("/pages/topics/pricing/price-list.md/history?from=0000000&to=1111111").status_code == 404
 
     def test_rejecting_needs_a_reason_and_keeps_what_was_typed(self) -> None:

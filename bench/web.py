@@ -1,0 +1,144 @@
+"""Server time of the people's web pages at 10k pages, against a plain page in the same run.
+
+    .venv/bin/python -m bench.web [--pages 10000] [--requests 40]
+
+Builds a throwaway database of ``--pages`` pages (10 synthetic chunks each, as
+``bench.search_scale`` does) and a reviewer whose grants reach 10 % of them, with one
+build awaiting their review. Each page is requested in-process through Django's test
+client (the whole middleware stack, templates included; no network), ``--requests`` times
+after warm-up, and its p50/p95 is printed beside a plain view that renders only the base
+template — and, for search, beside the search query alone. The goal is each p95 ≤ 3× its
+baseline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if not __package__:
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench.scratch import drop_scratch, setup_scratch_django
+from bench.search_scale import CHUNKS_PER_PAGE, build, percentile
+
+DATABASE = "brain_web_bench"
+
+
+def timed(call: Callable[[], object], requests: int) -> list[float]:
+    for _ in range(3):  # warm caches and connections
+        call()
+    samples = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=40)
+    args = parser.parse_args()
+
+    setup_scratch_django(DATABASE)
+    try:
+        run(args.pages, args.requests)
+    finally:
+        drop_scratch(DATABASE)
+
+
+def run(pages: int, requests: int) -> None:
+    from django.contrib.auth.decorators import login_required
+    from django.http import HttpRequest, HttpResponse
+    from django.shortcuts import render
+    from django.test import Client
+    from django.urls import clear_url_caches, path
+
+    import brain.urls
+    from builds.services import build_open, build_submit, build_write_page
+    from corpus.models import Page
+    from corpus.search import search
+    from grants.models import Grant
+    from grants.principals import SYSTEM
+    from grants.services import member_create
+    from tests.base import page_markdown
+
+    owner = member_create(actor=SYSTEM, username="owner")
+    print(f"building {pages} pages …", flush=True)
+    build(pages * CHUNKS_PER_PAGE, random.Random(7))
+    # The reviewer reads and approves 2 of the 20 blocks: 10 % of the pages.
+    reviewer = member_create(actor=SYSTEM, username="reviewer")
+    author = member_create(actor=SYSTEM, username="author")
+    Grant.objects.bulk_create(
+        [Grant(member=reviewer, path=f"s/b{block:02d}/", permission=3) for block in (0, 1)]
+        + [Grant(member=author, path="s/b00/", permission=2)]
+    )
+    target = Page.objects.filter(path__startswith="s/b00/").order_by("path").first()
+    assert target is not None
+    change = build_open(actor=author, title="Bench change")
+    build_write_page(
+        build=change,
+        path=target.path,
+        markdown=page_markdown(owner="owner", title="Bench page", body="# Bench page\n\nA changed paragraph.\n"),
+    )
+    change = build_submit(actor=author, build=change)
+    del owner
+
+    @login_required
+    def plain(request: HttpRequest) -> HttpResponse:
+        return render(request, "base.html")
+
+    brain.urls.urlpatterns.append(path("bench-plain", plain))
+    clear_url_caches()
+
+    from django.conf import settings
+
+    # The bench measures server time, not the rate limiter: one reviewer sends every request.
+    settings.BRAIN_MCP_RATE_LIMITS = {**settings.BRAIN_MCP_RATE_LIMITS, "search": 1_000_000, "read": 1_000_000}
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(reviewer.user)
+
+    def get(url: str) -> Callable[[], object]:
+        def call() -> object:
+            response = client.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+            return response
+
+        return call
+
+    query = "contract renewal pricing"
+    rows: list[tuple[str, list[float], str, list[float]]] = []
+    plain_samples = timed(get("/bench-plain"), requests)
+    search_alone = timed(lambda: search(principal=reviewer, query=query, k=30), requests)
+    pages_to_time = {
+        "home": "/",
+        "browse": "/pages/",
+        "page": f"/pages/{target.path}",
+        "history": f"/pages/{target.path}/history",
+        "review": f"/builds/{change.public_id}/",
+    }
+    for name, url in pages_to_time.items():
+        rows.append((name, timed(get(url), requests), "plain view", plain_samples))
+    rows.append(("search", timed(get(f"/search?q={query.replace(' ', '+')}"), requests), "search alone", search_alone))
+
+    print(f"\n{pages} pages; reviewer sees 10 %; {requests} requests each (ms, in-process)\n")
+    print(f"{'page':<10} {'p50':>8} {'p95':>8}   {'baseline':<13} {'p50':>8} {'p95':>8}   {'p95 ratio':>9}")
+    print(f"{'plain':<10} {statistics.median(plain_samples):8.1f} {percentile(plain_samples, 0.95):8.1f}")
+    for name, samples, baseline_name, baseline in rows:
+        ratio = percentile(samples, 0.95) / percentile(baseline, 0.95)
+        print(
+            f"{name:<10} {statistics.median(samples):8.1f} {percentile(samples, 0.95):8.1f}   {baseline_name:<13}"
+            f" {statistics.median(baseline):8.1f} {percentile(baseline, 0.95):8.1f}   {ratio:8.2f}×"
+            f"{'' if ratio <= 3 else '  (over the 3× goal)'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
