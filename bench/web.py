@@ -45,16 +45,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--keep", action="store_true", help="keep the database for --reuse")
+    parser.add_argument("--reuse", action="store_true", help="time the database a --keep run left")
+    parser.add_argument("--queries", action="store_true", help="also print each page's slowest queries")
     args = parser.parse_args()
 
-    setup_scratch_django(DATABASE)
+    if args.reuse:
+        connect_scratch_django(DATABASE)
+    else:
+        setup_scratch_django(DATABASE)
     try:
-        run(args.pages, args.requests)
+        run(args.pages, args.requests, reuse=args.reuse, show_queries=args.queries)
     finally:
-        drop_scratch(DATABASE)
+        if not args.keep and not args.reuse:
+            drop_scratch(DATABASE)
 
 
-def run(pages: int, requests: int) -> None:
+def run(pages: int, requests: int, *, reuse: bool = False, show_queries: bool = False) -> None:
     from django.contrib.auth.decorators import login_required
     from django.http import HttpRequest, HttpResponse
     from django.shortcuts import render
@@ -70,26 +77,32 @@ def run(pages: int, requests: int) -> None:
     from grants.services import member_create
     from tests.base import page_markdown
 
-    owner = member_create(actor=SYSTEM, username="owner")
-    print(f"building {pages} pages …", flush=True)
-    build(pages * CHUNKS_PER_PAGE, random.Random(7))
-    # The reviewer reads and approves 2 of the 20 blocks: 10 % of the pages.
-    reviewer = member_create(actor=SYSTEM, username="reviewer")
-    author = member_create(actor=SYSTEM, username="author")
-    Grant.objects.bulk_create(
-        [Grant(member=reviewer, path=f"s/b{block:02d}/", permission=3) for block in (0, 1)]
-        + [Grant(member=author, path="s/b00/", permission=2)]
-    )
-    target = Page.objects.filter(path__startswith="s/b00/").order_by("path").first()
-    assert target is not None
-    change = build_open(actor=author, title="Bench change")
-    build_write_page(
-        build=change,
-        path=target.path,
-        markdown=page_markdown(owner="owner", title="Bench page", body="# Bench page\n\nA changed paragraph.\n"),
-    )
-    change = build_submit(actor=author, build=change)
-    del owner
+    if not reuse:
+        member_create(actor=SYSTEM, username="owner")
+        print(f"building {pages} pages …", flush=True)
+        build(pages * CHUNKS_PER_PAGE, random.Random(7))
+        # The reviewer reads and approves 2 of the 20 blocks: 10 % of the pages.
+        reviewer = member_create(actor=SYSTEM, username="reviewer")
+        author = member_create(actor=SYSTEM, username="author")
+        Grant.objects.bulk_create(
+            [Grant(member=reviewer, path=f"s/b{block:02d}/", permission=3) for block in (0, 1)]
+            + [Grant(member=author, path="s/b00/", permission=2)]
+        )
+        target = Page.objects.filter(path__startswith="s/b00/").order_by("path").first()
+        assert target is not None
+        change = build_open(actor=author, title="Bench change")
+        build_write_page(
+            build=change,
+            path=target.path,
+            markdown=page_markdown(owner="owner", title="Bench page", body="# Bench page\n\nA changed paragraph.\n"),
+        )
+        change = build_submit(actor=author, build=change)
+    from builds.models import Build
+    from grants.models import Member
+
+    reviewer = Member.objects.select_related("user").get(user__username="reviewer")
+    change = Build.objects.get(title="Bench change")
+    target = Page.objects.get(path=change.changes.get().path)
 
     @login_required
     def plain(request: HttpRequest) -> HttpResponse:
@@ -114,6 +127,10 @@ def run(pages: int, requests: int) -> None:
         return call
 
     query = "contract renewal pricing"
+    if show_queries:
+        slowest_queries(client, [
+            "/", "/pages/", f"/pages/{target.path}", f"/pages/{target.path}/history", f"/builds/{change.public_id}/",
+        ])  # fmt: skip
     rows: list[tuple[str, list[float], str, list[float]]] = []
     plain_samples = timed(get("/bench-plain"), requests)
     search_alone = timed(lambda: search(principal=reviewer, query=query, k=30), requests)
@@ -138,6 +155,39 @@ def run(pages: int, requests: int) -> None:
             f" {statistics.median(baseline):8.1f} {percentile(baseline, 0.95):8.1f}   {ratio:8.2f}×"
             f"{'' if ratio <= 3 else '  (over the 3× goal)'}"
         )
+
+
+def slowest_queries(client: object, urls: list[str]) -> None:
+    """Each page's queries, slowest first (for finding what to fix, not for the table)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for url in urls:
+        client.get(url)  # type: ignore[attr-defined]
+        with CaptureQueriesContext(connection) as captured:
+            client.get(url)  # type: ignore[attr-defined]
+        ranked = sorted(captured.captured_queries, key=lambda query: -float(query["time"]))
+        total = sum(float(query["time"]) for query in ranked) * 1000
+        print(f"\n{url}: {len(ranked)} queries, {total:.1f} ms in the database")
+        for query in ranked[:4]:
+            print(f"  {float(query['time']) * 1000:6.1f} ms  {query['sql'][:160]}")
+
+
+def connect_scratch_django(name: str) -> None:
+    """Point Django at the database a ``--keep`` run left, without rebuilding it."""
+    import os
+
+    from bench.scratch import with_database
+    from brain import launcher
+
+    base = os.environ.get("DATABASE_URL") or launcher.ensure_postgres()
+    os.environ[launcher.EMBEDDED_MARKER] = "1"
+    os.environ["DATABASE_URL"] = with_database(base, name)
+    os.environ.setdefault("BRAIN_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
+    import django
+
+    django.setup()
 
 
 if __name__ == "__main__":

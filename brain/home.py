@@ -59,6 +59,7 @@ def home_for(member: Member) -> Home:
     promotions = list(
         Revision.objects.filter(page__in=visible, promoted_at__isnull=False)
         .select_related("page", "promoted_by__user")
+        .defer("body", "frontmatter", "frontmatter_text")  # the list shows titles and who, not content
         .order_by("-promoted_at")[:RECENT]
     )
     memories = list(Memory.objects.filter(author=member).order_by("-created_at")[:5])

@@ -16,7 +16,7 @@ import yaml
 from django.utils.safestring import SafeString
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_promotion_blockers, changes_readable_by
+from builds.selectors import build_parts, build_promotion_blockers, changes_readable_by
 from corpus.diffs import Diff, line_diff
 from corpus.models import Page, Revision
 from corpus.rendering import render_markdown
@@ -100,7 +100,7 @@ def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
     if promotion is not None:
         return _approved_pairs(promotion.approved, viewer)
     pairs: list[ChangePair] = []
-    changes = list(build.changes.select_related("revision").order_by("path"))
+    changes = build_parts(build).changes
     readable = changes_readable_by(viewer, changes)
     live_pages = {
         page.path: page
@@ -202,7 +202,8 @@ def build_approvers(*, build: Build) -> list[Member]:
         nonlocal candidates
         candidates = ids if candidates is None else candidates & ids
 
-    for change in build.changes.select_related("revision"):
+    parts = build_parts(build)
+    for change in parts.changes:
         live = Page.objects.filter(path=change.path, current_revision__isnull=False).first()
         if live is not None:
             narrow(
@@ -217,14 +218,14 @@ def build_approvers(*, build: Build) -> list[Member]:
                     Permission.APPROVE, path=document.path, category=document.category, sensitivity=document.sensitivity
                 )
             )
-    for recorded in build.captures.select_related("source"):
+    for recorded in parts.captures:
         source = recorded.source
         narrow(
             members_holding(
                 Permission.APPROVE, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
             )
         )
-    for figure_draft in build.figures.select_related("figure__page"):
+    for figure_draft in parts.figures:
         page = figure_draft.figure.page
         narrow(
             members_holding(Permission.APPROVE, path=page.path, category=page.category, sensitivity=page.sensitivity)

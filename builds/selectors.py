@@ -3,14 +3,41 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
-from builds.models import Build, BuildChange
+from builds.models import Build, BuildCapture, BuildChange, BuildFigure
 from corpus.models import Page
 from corpus.selectors import frontmatter_as_seen_by
 from grants.models import Member, Permission
 from grants.predicates import effective_permission, effective_permissions
 from grants.principals import Principal, SystemPrincipal
+
+
+@dataclass(frozen=True)
+class BuildParts:
+    """A build's page changes, draft captures and draft figures, read once."""
+
+    changes: list[BuildChange]
+    captures: list[BuildCapture]
+    figures: list[BuildFigure]
+
+
+def build_parts(build: Build) -> BuildParts:
+    """The parts of ``build``, read once per instance (a page asks several selectors about them).
+
+    Cached on the instance: a view's build lives for one request, and writes lock a fresh row
+    (``builds.services._lock``), so the promotion gate inside a write always reads anew.
+    """
+    cached: BuildParts | None = getattr(build, "_parts", None)
+    if cached is None:
+        cached = BuildParts(
+            changes=list(build.changes.select_related("revision").order_by("path")),
+            captures=list(build.captures.select_related("source")),
+            figures=list(build.figures.select_related("figure__page")),
+        )
+        build._parts = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def build_promotion_blockers(*, build: Build, approver: Principal, once_submitted: bool = False) -> list[str]:
@@ -36,9 +63,8 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     )
     if is_requester and not builds_settings()["ALLOW_SELF_APPROVAL"]:
         blockers.append("the requester cannot approve their own build")
-    changes = list(build.changes.select_related("revision").order_by("path"))
-    captures = list(build.captures.select_related("source"))
-    figures = list(build.figures.select_related("figure__page"))
+    parts = build_parts(build)
+    changes, captures, figures = parts.changes, parts.captures, parts.figures
     if not changes and not captures and not figures:
         blockers.append("the build has no changes")
     hidden = "the build changes pages you may not approve"  # never a path or a count
@@ -236,20 +262,20 @@ def builds_approvable_by(principal: Principal | None, builds: list[Build]) -> se
     - a capture: approve on its scope;
     - a figure: approve on its live page, and ownership when the page's policy is ``owner``.
     """
-    from builds.models import BuildCapture, BuildFigure
     from corpus.services import document_from_revision
 
     if principal is None or not builds:
         return set()
-    ids = [build.pk for build in builds]
-    changes = [
-        change
-        for change in BuildChange.objects.filter(build_id__in=ids).select_related("revision")
-        if change.revision is not None
-    ]
+    if len(builds) == 1:  # one build's page: read its parts once, for the other selectors too
+        parts = build_parts(builds[0])
+        all_changes, captures, figures = parts.changes, parts.captures, parts.figures
+    else:
+        ids = [build.pk for build in builds]
+        all_changes = list(BuildChange.objects.filter(build_id__in=ids).select_related("revision"))
+        captures = list(BuildCapture.objects.filter(build_id__in=ids).select_related("source"))
+        figures = list(BuildFigure.objects.filter(build_id__in=ids).select_related("figure__page"))
+    changes = [change for change in all_changes if change.revision is not None]
     existing = {page.path: page for page in Page.objects.filter(path__in={change.path for change in changes})}
-    captures = list(BuildCapture.objects.filter(build_id__in=ids).select_related("source"))
-    figures = list(BuildFigure.objects.filter(build_id__in=ids).select_related("figure__page"))
 
     objects: list[tuple[str, str | None, int]] = []
     # (build id, indexes of the objects that must all reach approve, owner check passed)
@@ -355,18 +381,20 @@ def changes_readable_by(viewer: Principal | None, changes: list[BuildChange]) ->
 
 def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[Any]]:
     """The build's draft captures and figure values that ``viewer`` could read once live."""
-    captures = []
-    for capture in build.captures.select_related("source"):
-        source = capture.source
-        held = effective_permission(
-            viewer, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
-        )
-        if held is not None:
-            captures.append(source)
+    parts = build_parts(build)
+    if viewer is None:
+        return {"captures": [], "figures": []}
+    held = effective_permissions(
+        viewer,
+        [(item.source.scope_path, item.source.category, item.source.sensitivity) for item in parts.captures]
+        + [(item.figure.page.path, item.figure.page.category, item.figure.page.sensitivity) for item in parts.figures],
+    )
+    captures = [item.source for item, best in zip(parts.captures, held, strict=False) if best is not None]
+    figure_held = held[len(parts.captures) :]
     figures = [
-        recorded.figure
-        for recorded in build.figures.select_related("figure__page")
-        if viewer is not None and Page.objects.visible_to(viewer, "read").filter(pk=recorded.figure.page_id).exists()
+        item.figure
+        for item, best in zip(parts.figures, figure_held, strict=True)
+        if best is not None and item.figure.page.current_revision_id is not None
     ]
     return {"captures": captures, "figures": figures}
 
@@ -421,7 +449,7 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
         "requester": build.requester.username if build.requester is not None else "system",
         "changes": [
             {"path": change.path, "action": change.action}
-            for change in build.changes.select_related("revision").order_by("path")
+            for change in build_parts(build).changes
             if viewer_reads_change(viewer, change)
         ],
         "captures": [f"capture:{source.key}" for source in drafts["captures"]],

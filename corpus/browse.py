@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
 from corpus.models import Page
 from grants.principals import Principal
 
@@ -69,6 +73,36 @@ class Tree:
 
         walk(self.root, 0)
         return rows
+
+    def html(self, *, open_all: bool) -> SafeString:
+        """The tree as nested lists of ``<details>`` folders (escaped here, not in a template:
+        a tree of a thousand pages rendered through template tags cost a quarter of a second).
+
+        Folders open fully when ``open_all``, otherwise only the first level.
+        """
+        page_url = reverse("corpus:browse")  # "/pages/": a page's URL is this and its canonical path
+        parts: list[str] = ["<ul>"]
+        for row in self.rows():
+            if row.kind == "open":
+                assert row.folder is not None
+                count = row.folder.count
+                opened = " open" if open_all or row.depth == 0 else ""
+                parts.append(
+                    f"<li><details{opened}><summary><strong>{escape(row.folder.name)}/</strong> "
+                    f'<span class="count">{count} page{"s" if count != 1 else ""}</span></summary><ul>'
+                )
+            elif row.kind == "close":
+                parts.append("</ul></details></li>")
+            else:
+                assert row.page is not None
+                page = row.page
+                parts.append(
+                    f'<li><a href="{escape(page_url + page.path)}">{escape(page.title)}</a> '
+                    f'<span class="muted small">{escape(page.name)} · {escape(page.type)} · '
+                    f"{escape(page.owner)}</span></li>"
+                )
+        parts.append("</ul>")
+        return mark_safe("".join(parts))  # noqa: S308 — every value above went through escape
 
 
 def page_tree(*, principal: Principal | None, filters: dict[str, str | None], prefix: str = "") -> Tree:

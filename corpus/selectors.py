@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db import connection
 from django.db.models import QuerySet
 
 from brain.rows import columns, fetch_one, hydrate
@@ -157,7 +158,11 @@ def page_read(*, principal: Principal | None, path: str) -> PageView:
     a citation or related page the reader cannot open is left out, exactly as if it did not
     exist (its key or path would tell them it does).
     """
-    page = page_get_visible(principal=principal, path=path)
+    return page_view_of(page_get_visible(principal=principal, path=path), principal)
+
+
+def page_view_of(page: Page, principal: Principal | None) -> PageView:
+    """The ``PageView`` of a page already read through ``page_get_visible`` by ``principal``."""
     revision: Revision = page.current_revision  # type: ignore[assignment]
     promoted_by = None
     if revision.promoted_by_id is not None:
@@ -182,54 +187,83 @@ def page_read(*, principal: Principal | None, path: str) -> PageView:
     )
 
 
+@dataclass(frozen=True)
+class PageLinks:
+    """A visible page's relationships as its reader may see them, and the links they cannot follow."""
+
+    links_to: list[dict[str, str]]
+    related: list[dict[str, str]]
+    linked_from: list[dict[str, str]]
+    unavailable: frozenset[str]  # link targets missing or hidden from this reader (never told which)
+
+    def as_dict(self) -> dict[str, list[dict[str, str]]]:
+        return {"links_to": self.links_to, "related": self.related, "linked_from": self.linked_from}
+
+
+def page_links(*, principal: Principal | None, page: Page) -> PageLinks:
+    """Links out of and into ``page`` (already read through ``page_get_visible``), in one query.
+
+    Only pages ``principal`` may read are named; a link to any other (hidden or missing, the
+    same) is reported only in ``unavailable``, which the page's own body already names.
+    """
+    predicate, params = ("true", ()) if isinstance(principal, SystemPrincipal) else (
+        reaches_sql(principal, "read", table="corpus_page", alias="p")
+    )  # fmt: skip
+    sql = f"""SELECT 'out', l.to_path, p.title, l.kind
+                FROM corpus_pagelink l
+                LEFT JOIN corpus_page p ON p.path = l.to_path AND p.current_revision_id IS NOT NULL AND {predicate}
+               WHERE l.from_page_id = %s
+              UNION ALL
+              SELECT 'in', p.path, p.title, ''
+                FROM corpus_page p
+               WHERE p.current_revision_id IS NOT NULL AND p.id <> %s AND {predicate}
+                 AND EXISTS (SELECT 1 FROM corpus_pagelink l WHERE l.from_page_id = p.id AND l.to_path = %s)
+               ORDER BY 1, 2"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*params, page.pk, page.pk, *params, page.path))
+        rows = cursor.fetchall()
+    links_to: list[dict[str, str]] = []
+    related: list[dict[str, str]] = []
+    linked_from: list[dict[str, str]] = []
+    unavailable: set[str] = set()
+    for direction, path, title, kind in rows:
+        if direction == "in":
+            linked_from.append({"path": path, "title": title})
+        elif title is None:
+            unavailable.add(path)
+        elif kind == PageLink.Kind.RELATED:
+            related.append({"path": path, "title": title})
+        else:
+            links_to.append({"path": path, "title": title})
+    return PageLinks(links_to, related, linked_from, frozenset(unavailable))
+
+
+def page_figures(*, page: Page) -> list[Figure]:
+    """The current value of each figure tracked on ``page`` (one row per key).
+
+    ``page`` must come from ``page_get_visible``: a live figure on a page the reader may read
+    is one they may read (``FigureQuerySet.visible_to``), so no second predicate is needed.
+    """
+    shown: list[Figure] = []
+    for figure in (
+        Figure.objects.filter(page_id=page.pk, is_live=True)
+        .select_related("source")
+        .order_by("key", "-as_of", "-created_at", "-id")
+    ):
+        if not shown or shown[-1].key != figure.key:  # the newest value of each key comes first
+            shown.append(figure)
+    for figure in shown:  # 12.500000 reads as 12.5, 100.000000 as 100
+        figure.display_value = format(figure.value.normalize(), "f")  # type: ignore[attr-defined]
+    return shown
+
+
 def page_relationships(*, principal: Principal | None, path: str) -> dict[str, list[dict[str, Any]]]:
     """Links out of and into a visible page, listing only pages the caller can see.
 
     Returns ``{"links_to": [...], "linked_from": [...], "related": [...]}`` of
     ``{"path", "title"}``. A link to a hidden or missing page is omitted, not hinted at.
     """
-    page = page_get_visible(principal=principal, path=path)
-    visible = Page.objects.visible_to(principal, "read")
-    outgoing = list(PageLink.objects.filter(from_page=page).values_list("to_path", "kind"))
-    targets = {p.path: p.title for p in visible.filter(path__in=[target for target, _ in outgoing])}
-    incoming = visible.filter(links_out__to_path=page.path).exclude(pk=page.pk).distinct().order_by("path")
-    return {
-        "links_to": [
-            {"path": target, "title": targets[target]}
-            for target, kind in outgoing
-            if kind == PageLink.Kind.LINK and target in targets
-        ],
-        "related": [
-            {"path": target, "title": targets[target]}
-            for target, kind in outgoing
-            if kind == PageLink.Kind.RELATED and target in targets
-        ],
-        "linked_from": [{"path": p.path, "title": p.title} for p in incoming],
-    }
-
-
-def page_figures(*, principal: Principal | None, page_id: int) -> list[Figure]:
-    """The current value of each figure tracked on a page the caller can read (one row per key)."""
-    figures = (
-        Figure.objects.visible_to(principal, "read")
-        .select_related("source")
-        .filter(page_id=page_id)
-        .order_by("key", "-as_of", "-created_at", "-id")
-        .distinct("key")
-    )
-    shown = list(figures)
-    for figure in shown:  # 12.500000 reads as 12.5, 100.000000 as 100
-        figure.display_value = format(figure.value.normalize(), "f")  # type: ignore[attr-defined]
-    return shown
-
-
-def page_links_unavailable(*, principal: Principal | None, page_id: int) -> frozenset[str]:
-    """Paths a page links to that ``principal`` cannot open — missing and hidden alike."""
-    targets = set(PageLink.objects.filter(from_page_id=page_id).values_list("to_path", flat=True))
-    if not targets:
-        return frozenset()
-    readable = set(Page.objects.visible_to(principal, "read").filter(path__in=targets).values_list("path", flat=True))
-    return frozenset(targets - readable)
+    return page_links(principal=principal, page=page_get_visible(principal=principal, path=path)).as_dict()
 
 
 def figure_current(*, principal: Principal | None, key: str) -> Figure:

@@ -19,14 +19,7 @@ from corpus.models import Page, Source
 from corpus.rendering import render_markdown
 from corpus.search import SearchError, search
 from corpus.search_results import group_by_page
-from corpus.selectors import (
-    page_figures,
-    page_get_visible,
-    page_links_unavailable,
-    page_read,
-    page_relationships,
-    source_get_visible,
-)
+from corpus.selectors import page_figures, page_get_visible, page_links, page_view_of, source_get_visible
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 
@@ -64,11 +57,10 @@ def browse(request: HttpRequest) -> HttpResponse:
         "corpus/browse.html",
         {
             "tree": tree,
-            "rows": tree.rows(),
+            # Small trees and filtered ones open fully; a large one opens its first level only.
+            "tree_html": tree.html(open_all=filtered or tree.total <= 60),
             "filters": filters,
             "prefix": prefix,
-            # Small trees and filtered ones open fully; a large one opens its first level only.
-            "open_all": filtered or tree.total <= 60,
         },
     )
 
@@ -93,21 +85,19 @@ def _unavailable(request: HttpRequest) -> HttpResponse:
 def page_detail(request: HttpRequest, path: str) -> HttpResponse:
     principal = principal_for_user(request.user)
     try:
-        view = page_read(principal=principal, path=path)
-        relationships = page_relationships(principal=principal, path=path)
         page = page_get_visible(principal=principal, path=path)
     except Page.DoesNotExist:
         return _unavailable(request)
-    # page_read lists only the captures this reader can open.
+    view = page_view_of(page, principal)
+    links = page_links(principal=principal, page=page)
+    # page_view_of lists only the captures this reader can open.
     sources: list[Source] = []
     for key in view.sources:
         try:
             sources.append(source_get_visible(principal=principal, key=key))
         except Source.DoesNotExist:  # went out of reach between the two reads
             continue
-    outgoing = relationships["links_to"] + [
-        item for item in relationships["related"] if item not in relationships["links_to"]
-    ]
+    outgoing = links.links_to + [item for item in links.related if item not in links.links_to]
     due_in = reverify_days(view.type) - (timezone.localdate() - page.as_of).days
     return render(
         request,
@@ -115,16 +105,14 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
         {
             "page": view,
             "body_html": render_markdown(
-                _without_title_heading(view.body, view.title),
-                page_path=view.path,
-                unavailable=page_links_unavailable(principal=principal, page_id=page.pk),
+                _without_title_heading(view.body, view.title), page_path=view.path, unavailable=links.unavailable
             ),
-            "relationships": relationships,
+            "relationships": links,
             "graph": relationship_graph(
-                path=view.path, title=view.title, incoming=relationships["linked_from"], outgoing=outgoing
+                path=view.path, title=view.title, incoming=links.linked_from, outgoing=outgoing
             ),
             "sources": sources,
-            "figures": page_figures(principal=principal, page_id=page.pk),
+            "figures": page_figures(page=page),
             "due_in": due_in,
         },
     )
