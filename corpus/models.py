@@ -109,7 +109,14 @@ class Revision(models.Model):
                 condition=Q(promoted_at__isnull=True) | Q(page__isnull=False), name="revision_promoted_has_page"
             ),
         ]
-        indexes = [models.Index(fields=["path"]), models.Index(fields=["sha256"])]
+        indexes = [
+            models.Index(fields=["path"]),
+            models.Index(fields=["sha256"]),
+            # "Recently approved" walks revisions newest first and stops at the first few readable.
+            models.Index(
+                fields=["-promoted_at", "-id"], name="revision_promoted_recent", condition=Q(promoted_at__isnull=False)
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.path}@{self.sha256[:12]}"
