@@ -158,7 +158,8 @@ def run(pages: int, requests: int, *, reuse: bool = False, show_queries: bool = 
     for name, page_samples, baseline_name, baseline in rows:
         ratio = percentile(page_samples, 0.95) / percentile(baseline, 0.95)
         print(
-            f"{name:<10} {statistics.median(page_samples):8.1f} {percentile(page_samples, 0.95):8.1f}   {baseline_name:<13}"
+            f"{name:<10} {statistics.median(page_samples):8.1f} {percentile(page_samples, 0.95):8.1f}"
+            f"   {baseline_name:<13}"
             f" {statistics.median(baseline):8.1f} {percentile(baseline, 0.95):8.1f}   {ratio:8.2f}×"
             f"{'' if ratio <= 3 else '  (over the 3× goal)'}"
         )
