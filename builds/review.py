@@ -16,7 +16,7 @@ import yaml
 from django.utils.safestring import SafeString
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_parts, build_promotion_blockers, changes_readable_by
+from builds.selectors import build_parts, build_promotion_blockers, held_on, pages_at, readable_changes
 from corpus.diffs import Diff, line_diff
 from corpus.models import Page, Revision
 from corpus.rendering import render_markdown
@@ -101,13 +101,11 @@ def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
         return _approved_pairs(promotion.approved, viewer)
     pairs: list[ChangePair] = []
     changes = build_parts(build).changes
-    readable = changes_readable_by(viewer, changes)
-    live_pages = {
-        page.path: page
-        for page in Page.objects.visible_to(viewer, "read")
-        .select_related("current_revision")
-        .filter(path__in=[change.path for change in changes])
-    }
+    readable = readable_changes(viewer, build)
+    # The live page at each path, if the viewer may read it (weighed through the predicate).
+    live_rows = [page for page in pages_at(build).values() if page.current_revision_id is not None]
+    held = held_on(viewer, build, [(page.path, page.category, int(page.sensitivity)) for page in live_rows])
+    live_pages = {page.path: page for page, best in zip(live_rows, held, strict=True) if best is not None}
     for change in changes:
         if change.pk not in readable:
             continue

@@ -42,6 +42,45 @@ def build_parts(build: Build) -> BuildParts:
     return cached
 
 
+def _viewer_key(viewer: Principal | None) -> object:
+    if isinstance(viewer, SystemPrincipal):
+        return "system"
+    return (type(viewer).__name__, getattr(viewer, "pk", None))
+
+
+def held_on(viewer: Principal | None, build: Build, objects: list[tuple[str, str | None, int]]) -> list[int | None]:
+    """``effective_permissions`` of ``viewer`` on ``objects``, remembered on ``build`` per viewer.
+
+    The selectors of one build page (who may see it, what each change shows, what blocks its
+    promotion) weigh the same objects; each is sent to the access predicate once.
+    """
+    known: dict[tuple[str, str | None, int], int | None] = build.__dict__.setdefault("_held", {}).setdefault(
+        _viewer_key(viewer), {}
+    )
+    missing = [item for item in dict.fromkeys(objects) if item not in known]
+    if missing:
+        known.update(zip(missing, effective_permissions(viewer, missing), strict=True))
+    return [known[item] for item in objects]
+
+
+def pages_at(build: Build) -> dict[str, Page]:
+    """Every page row (live or retired, visible or not) at a path ``build`` touches, with its
+    owner and current revision; read once per instance. Never shown as such: callers weigh
+    each row through ``held_on`` first."""
+    cached: dict[str, Page] | None = build.__dict__.get("_pages_at")
+    if cached is None:
+        changes = build_parts(build).changes
+        paths = {change.path for change in changes} | {
+            change.revision.path for change in changes if change.revision is not None
+        }
+        cached = {
+            page.path: page
+            for page in Page.objects.select_related("owner__user", "current_revision").filter(path__in=paths)
+        }
+        build.__dict__["_pages_at"] = cached
+    return cached
+
+
 def build_promotion_blockers(*, build: Build, approver: Principal, once_submitted: bool = False) -> list[str]:
     """Everything that stops ``approver`` promoting ``build`` now; empty means it may.
 
@@ -92,11 +131,11 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
             blockers.append(
                 f"{recorded.figure.page.path}: you may not approve figure {recorded.figure.key} on this page"
             )
-    blockers.extend(_change_blockers(approver, changes, hidden=hidden, already=blockers))
+    blockers.extend(_change_blockers(approver, build, hidden=hidden, already=blockers))
     return blockers
 
 
-def _change_blockers(approver: Principal, changes: list[BuildChange], *, hidden: str, already: list[str]) -> list[str]:
+def _change_blockers(approver: Principal, build: Build, *, hidden: str, already: list[str]) -> list[str]:
     """The page changes' part of ``build_promotion_blockers``, read in a constant number of queries.
 
     The rules are those of ``revision_promote``/``page_retire`` (approve on the draft as it will
@@ -111,40 +150,26 @@ def _change_blockers(approver: Principal, changes: list[BuildChange], *, hidden:
         if reason not in blockers and reason not in already:
             blockers.append(reason)
 
-    readable = changes_readable_by(approver, changes)
-    paths = {change.path for change in changes} | {
-        change.revision.path for change in changes if change.revision is not None
-    }
-    pages = {
-        page.path: page
-        for page in Page.objects.select_related("owner__user", "current_revision").filter(path__in=paths)
-    }
+    changes = build_parts(build).changes
+    readable = readable_changes(approver, build)
+    pages = pages_at(build)
     documents = {change.pk: document_from_revision(change.revision) for change in changes if change.revision}
     objects: list[tuple[str, str | None, int]] = []
-    index_of: dict[tuple[str, str | None, int], int] = {}
-
-    def described(path: str, category: str | None, sensitivity: int) -> int:
-        key = (path, category, int(sensitivity))
-        if key not in index_of:
-            index_of[key] = len(objects)
-            objects.append(key)
-        return index_of[key]
-
     for change in changes:
         live = pages.get(change.path)
         if live is not None:
-            described(live.path, live.category, live.sensitivity)
+            objects.append((live.path, live.category, int(live.sensitivity)))
         if change.pk in documents:
             document = documents[change.pk]
-            described(document.path, document.category, document.sensitivity)
+            objects.append((document.path, document.category, int(document.sensitivity)))
             existing = pages.get(document.path)
             if existing is not None:
-                described(existing.path, existing.category, existing.sensitivity)
-    held = effective_permissions(approver, objects)
+                objects.append((existing.path, existing.category, int(existing.sensitivity)))
+    held = dict(zip(objects, held_on(approver, build, objects), strict=True))
     system = isinstance(approver, SystemPrincipal)
 
     def approves(path: str, category: str | None, sensitivity: int) -> bool:
-        best = held[index_of[(path, category, int(sensitivity))]]
+        best = held[(path, category, int(sensitivity))]
         return best is not None and best >= Permission.APPROVE
 
     def approves_live(page: Page) -> bool:  # may_approve_live_page, on the fetched rows
@@ -158,12 +183,13 @@ def _change_blockers(approver: Principal, changes: list[BuildChange], *, hidden:
 
     def author_reads(author_id: int, path: str) -> bool:  # unseen_replacement, one query per author
         if author_id not in authors_reading:
-            author = Member.objects.filter(pk=author_id).first()
-            authors_reading[author_id] = (
-                set(Page.objects.visible_to(author, "read").filter(path__in=paths).values_list("path", flat=True))
-                if author is not None
-                else set()
-            )
+            # The predicate needs only the member's id: its SQL checks the member is active.
+            author = Member(pk=author_id)
+            live = [page for page in pages.values() if page.current_revision_id is not None]
+            held_by_author = effective_permissions(author, [(p.path, p.category, p.sensitivity) for p in live])
+            authors_reading[author_id] = {
+                p.path for p, best in zip(live, held_by_author, strict=True) if best is not None
+            }
         return path in authors_reading[author_id]
 
     for change in changes:
@@ -236,13 +262,21 @@ def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str
         raise Build.DoesNotExist("build not found")
     if isinstance(principal, SystemPrincipal):
         return build
-    if isinstance(principal, Member) and (
-        principal.pk == build.requester_id or build.participants.filter(pk=principal.pk).exists()
-    ):
+    if isinstance(principal, Member) and is_requester_or_participant(principal, build):
         return build
     if approves_any_part(principal, build):
         return build
     raise Build.DoesNotExist("build not found")
+
+
+def is_requester_or_participant(member: Member, build: Build) -> bool:
+    """Whether ``member`` opened ``build`` or takes part in it (remembered on the instance)."""
+    if member.pk == build.requester_id:
+        return True
+    known: dict[int, bool] = build.__dict__.setdefault("_participants_known", {})
+    if member.pk not in known:
+        known[member.pk] = build.participants.filter(pk=member.pk).exists()
+    return known[member.pk]
 
 
 def approves_any_part(principal: Principal, build: Build) -> bool:
@@ -356,45 +390,35 @@ def _as_lines(frontmatter: dict[str, object], body: str) -> list[str]:
     return ["---", *_render_frontmatter(frontmatter), "---", *body.splitlines()]
 
 
-def viewer_reads_change(viewer: Principal | None, change: BuildChange) -> bool:
-    """Whether ``viewer`` may read the page a change touches, as it is and as it will be.
+def readable_changes(viewer: Principal | None, build: Build) -> set[int]:
+    """Ids of ``build``'s changes ``viewer`` may read, from the build's cached pages and permissions.
 
     A build is visible to anyone approving one of its pages; the *other* pages' paths and
-    content stay hidden from them unless their own grants allow reading them.
-    """
-    return change.pk in changes_readable_by(viewer, [change])
-
-
-def changes_readable_by(viewer: Principal | None, changes: list[BuildChange]) -> set[int]:
-    """Ids of the ``changes`` ``viewer`` may read — two queries however many changes.
-
-    A live page the viewer cannot read counts as no page: a draft at its path is shown as a
-    new page (to its author, exactly as for a free path), a deletion not at all. A draft is
-    readable when the viewer holds read on it as it will be (the page now at its path, if
-    they can see it, they read by definition).
+    content stay hidden from them unless their own grants allow reading them. A live page the
+    viewer cannot read counts as no page: a draft at its path is shown as a new page (to its
+    author, exactly as for a free path), a deletion not at all. A draft is readable when the
+    viewer holds read on it as it will be (the page now at its path, if they can see it, they
+    read by definition).
     """
     from corpus.services import document_from_revision
 
+    changes = build_parts(build).changes
     if isinstance(viewer, SystemPrincipal):
         return {change.pk for change in changes}
-    if viewer is None or not changes:
+    if viewer is None:
         return set()
-    deletions = [change for change in changes if change.revision is None]
-    visible_paths = (
-        set(
-            Page.objects.visible_to(viewer, "read")
-            .filter(path__in={change.path for change in deletions})
-            .values_list("path", flat=True)
-        )
-        if deletions
-        else set()
-    )
-    drafts = [change for change in changes if change.revision is not None]
-    documents = [document_from_revision(change.revision) for change in drafts]  # type: ignore[arg-type]
-    held = effective_permissions(viewer, [(doc.path, doc.category, doc.sensitivity) for doc in documents])
-    readable = {change.pk for change in deletions if change.path in visible_paths}
-    readable |= {change.pk for change, best in zip(drafts, held, strict=True) if best is not None}
-    return readable
+    pages = pages_at(build)
+    weighed: list[tuple[int, tuple[str, str | None, int]]] = []  # (change id, the object read)
+    for change in changes:
+        if change.revision is None:  # a deletion: readable when the live page there is
+            page = pages.get(change.path)
+            if page is not None and page.current_revision_id is not None:
+                weighed.append((change.pk, (page.path, page.category, int(page.sensitivity))))
+            continue
+        document = document_from_revision(change.revision)
+        weighed.append((change.pk, (document.path, document.category, int(document.sensitivity))))
+    held = held_on(viewer, build, [item for _, item in weighed])  # one query for them all
+    return {change_id for (change_id, _), best in zip(weighed, held, strict=True) if best is not None}
 
 
 def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[Any]]:
@@ -468,7 +492,7 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
         "changes": [
             {"path": change.path, "action": change.action}
             for change in build_parts(build).changes
-            if viewer_reads_change(viewer, change)
+            if change.pk in readable_changes(viewer, build)
         ],
         "captures": [f"capture:{source.key}" for source in drafts["captures"]],
         "figures": [figure.key for figure in drafts["figures"]],

@@ -24,6 +24,7 @@ from builds.selectors import (
     build_list_awaiting_review,
     build_promotion_blockers,
     build_summary,
+    is_requester_or_participant,
     visible_drafts,
 )
 from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
@@ -106,12 +107,12 @@ def _progress(build: Build, viewer: Member | None) -> dict[str, object]:
 
     An approver of one page sees the build, but the number of files is the number of pages
     it touches — including pages they cannot read — so they are told only that it drafts.
+    Only an open build drafts: for any other, nothing is read.
     """
+    if build.status != Build.Status.OPEN:
+        return {"running": False, "done": None, "total": None}
     done, total = job_progress(build)
-    knows_the_files = viewer is not None and (
-        viewer.pk == build.requester_id or build.participants.filter(pk=viewer.pk).exists()
-    )
-    if knows_the_files:
+    if viewer is not None and is_requester_or_participant(viewer, build):
         return {"running": bool(total), "done": done, "total": total}
     return {"running": bool(total), "done": None, "total": None}
 
