@@ -6,8 +6,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 
+from brain.rows import columns, fetch_one, hydrate
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure
 from corpus.models import Page
 from corpus.selectors import frontmatter_as_seen_by
@@ -33,10 +35,11 @@ def build_parts(build: Build) -> BuildParts:
     """
     cached: BuildParts | None = getattr(build, "_parts", None)
     if cached is None:
+        # has_captures/has_figures: known when the build was read by build_get_visible.
         cached = BuildParts(
             changes=list(build.changes.select_related("revision").order_by("path")),
-            captures=list(build.captures.select_related("source")),
-            figures=list(build.figures.select_related("figure__page")),
+            captures=list(build.captures.select_related("source")) if getattr(build, "has_captures", True) else [],
+            figures=list(build.figures.select_related("figure__page")) if getattr(build, "has_figures", True) else [],
         )
         build._parts = cached  # type: ignore[attr-defined]
     return cached
@@ -248,6 +251,36 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
     return blockers
 
 
+def _build_by_public_id(key: uuid.UUID, *, viewer: Member | None) -> Build | None:
+    """The build with its requester (and user), and whether it has captures, figures and
+    ``viewer`` as a participant — one hand-written query (every build page starts here; the
+    ORM spent longer compiling this than the database running it)."""
+    User = get_user_model()
+    sql = f"""SELECT {columns(Build, "b")}, {columns(Member, "m")}, {columns(User, "u")},
+                     EXISTS (SELECT 1 FROM builds_buildcapture c WHERE c.build_id = b.id),
+                     EXISTS (SELECT 1 FROM builds_buildfigure f WHERE f.build_id = b.id),
+                     EXISTS (SELECT 1 FROM builds_build_participants bp WHERE bp.build_id = b.id AND bp.member_id = %s)
+                FROM builds_build b
+                LEFT JOIN grants_member m ON m.id = b.requester_id
+                LEFT JOIN {User._meta.db_table} u ON u.id = m.user_id
+               WHERE b.public_id = %s"""
+    row = fetch_one(sql, (viewer.pk if viewer is not None else None, key))
+    if row is None:
+        return None
+    build, requester, user = hydrate(row[:-3], [Build, Member, User])
+    has_captures, has_figures, participates = row[-3:]
+    if build.requester_id is not None:  # type: ignore[attr-defined]
+        requester.user = user  # type: ignore[attr-defined]
+        build.requester = requester  # type: ignore[attr-defined]
+    else:
+        build.requester = None  # type: ignore[attr-defined]
+    build.has_captures = has_captures  # type: ignore[attr-defined]
+    build.has_figures = has_figures  # type: ignore[attr-defined]
+    if viewer is not None:
+        build.__dict__["_participants_known"] = {viewer.pk: participates}
+    return build  # type: ignore[return-value]
+
+
 def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str) -> Build:
     """The build if ``principal`` is its requester, a participant, or holds approve on one of its pages.
 
@@ -257,8 +290,10 @@ def build_get_visible(*, principal: Principal | None, public_id: uuid.UUID | str
         key = uuid.UUID(str(public_id))
     except ValueError:
         raise Build.DoesNotExist("build not found") from None
-    build = Build.objects.filter(public_id=key).select_related("requester__user").first()
-    if build is None or principal is None:
+    if principal is None:
+        raise Build.DoesNotExist("build not found")
+    build = _build_by_public_id(key, viewer=principal if isinstance(principal, Member) else None)
+    if build is None:
         raise Build.DoesNotExist("build not found")
     if isinstance(principal, SystemPrincipal):
         return build
@@ -285,15 +320,17 @@ def approves_any_part(principal: Principal, build: Build) -> bool:
     A build that holds only captures or figures is reviewed by whoever holds approve on
     them (a capture's scope, a figure's page) — otherwise no one could ever see or promote it.
     """
-    return build.pk in builds_approvable_by(principal, [build])
+    return build.pk in builds_approvable_by(principal, [build], one_build_page=True)
 
 
-def builds_approvable_by(principal: Principal | None, builds: list[Build]) -> set[int]:
+def builds_approvable_by(principal: Principal | None, builds: list[Build], *, one_build_page: bool = False) -> set[int]:
     """Ids of the ``builds`` of which ``principal`` may approve at least one part.
 
     Two queries however many builds: one hand-written read of every object the rule weighs
     (each draft as it will be, the page now at its path, each capture, each figure's page),
-    then one ``effective_permissions`` call for all of them:
+    then one ``effective_permissions`` call for all of them. On ``one_build_page`` (a single
+    build's own page) it reads the build's cached parts and permissions instead, which the
+    rest of that page reads anyway. The rule:
     - a page change: approve on the draft as it will be and on the page at its path now;
     - a capture: approve on its scope;
     - a figure: approve on its live page, and ownership when the page's policy is ``owner``.
@@ -318,10 +355,13 @@ def builds_approvable_by(principal: Principal | None, builds: list[Build]) -> se
                JOIN corpus_figure f ON f.id = bf.figure_id
                JOIN corpus_page p ON p.id = f.page_id
               WHERE bf.build_id = ANY(%s)"""
-    ids = [build.pk for build in builds]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (ids, ids, ids))
-        rows = cursor.fetchall()
+    if one_build_page:
+        rows = _approval_rows_of(builds[0])  # one build's page: from the parts its other selectors read
+    else:
+        ids = [build.pk for build in builds]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, (ids, ids, ids))
+            rows = cursor.fetchall()
 
     objects: list[tuple[str, str | None, int]] = []
     # (build id, indexes of the objects that must all reach approve, owner check passed)
@@ -359,12 +399,43 @@ def builds_approvable_by(principal: Principal | None, builds: list[Build]) -> se
                 or (isinstance(principal, Member) and principal.pk == owner)
             )
             claims.append((build_id, [described(path, category, sensitivity)], owner_ok and live is not None))
-    held = effective_permissions(principal, objects)
+    held = held_on(principal, builds[0], objects) if one_build_page else effective_permissions(principal, objects)
     return {
         build_id
         for build_id, needed, ok in claims
         if ok and all(held[index] is not None and held[index] >= Permission.APPROVE for index in needed)  # type: ignore[operator]
     }
+
+
+def _approval_rows_of(build: Build) -> list[tuple[Any, ...]]:
+    """The rows of ``builds_approvable_by``'s query for one build, from its cached parts and pages."""
+    parts, pages = build_parts(build), pages_at(build)
+    rows: list[tuple[Any, ...]] = []
+    for change in parts.changes:
+        if change.revision is None:
+            continue
+        meta = change.revision.frontmatter
+        page = pages.get(change.path)
+        category = meta.get("category")
+        rows.append(
+            (build.pk, "change", change.revision.path, None if category is None else str(category),
+             None if meta.get("sensitivity") is None else str(meta["sensitivity"]),
+             page.path if page else None, page.category if page else None, page.sensitivity if page else None,
+             None, None, None)
+        )  # fmt: skip
+    for capture in parts.captures:
+        source = capture.source
+        rows.append(
+            (build.pk, "capture", source.scope_path, source.category, None, None, None, source.sensitivity,
+             None, None, None)
+        )  # fmt: skip
+    for recorded in parts.figures:
+        figure_page = recorded.figure.page
+        rows.append(
+            (build.pk, "figure", figure_page.path, figure_page.category, None, None, None, figure_page.sensitivity,
+             figure_page.change_policy, figure_page.owner_id, figure_page.current_revision_id)
+        )  # fmt: skip
+    return rows
 
 
 def build_list_awaiting_review(*, principal: Principal | None) -> list[Build]:

@@ -45,27 +45,36 @@ def rendered_text(body: str, *, page_path: str) -> str:
     return html.unescape(_TAG.sub("", html_text))
 
 
+def _link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    token = tokens[idx]
+    href = token.attrGet("href") or ""
+    resolved = _resolve(env["page_path"], href)
+    if resolved is not None:
+        target, url = resolved
+        token.attrSet("href", url)
+        if target in env["unavailable"]:
+            token.attrSet("class", "unavailable")
+            token.attrSet("title", "Not available to you")
+    elif "://" in href:
+        token.attrSet("rel", "noopener noreferrer nofollow")
+    return str(renderer.renderToken(tokens, idx, options, env))
+
+
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md.add_render_rule("link_open", _link_open)
+    return md
+
+
+# Built once: constructing the parser cost more than rendering a typical page. Rendering
+# keeps no state in it (the page's path and links travel in ``env``), so threads may share it.
+_MARKDOWN = _parser()
+
+
 def render_markdown(body: str, *, page_path: str, unavailable: frozenset[str] = frozenset()) -> str:
     """HTML for ``body``; raw HTML in the Markdown is shown as text.
 
     Links to the pages in ``unavailable`` (missing, or not readable by this reader — the
     caller never says which) are marked "not available to you" instead of leading to a 404.
     """
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
-
-    def link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-        token = tokens[idx]
-        href = token.attrGet("href") or ""
-        resolved = _resolve(page_path, href)
-        if resolved is not None:
-            target, url = resolved
-            token.attrSet("href", url)
-            if target in unavailable:
-                token.attrSet("class", "unavailable")
-                token.attrSet("title", "Not available to you")
-        elif "://" in href:
-            token.attrSet("rel", "noopener noreferrer nofollow")
-        return str(renderer.renderToken(tokens, idx, options, env))
-
-    md.add_render_rule("link_open", link_open)
-    return str(md.render(body))
+    return str(_MARKDOWN.render(body, {"page_path": page_path, "unavailable": unavailable}))
