@@ -38,7 +38,8 @@ class RequestIdMiddleware:
 
 
 # No inline script, no plugins, no framing, nothing from other origins. Inline *styles* are
-# allowed: the templates and the Django admin use style attributes, and CSS cannot run code.
+# allowed: the Django admin uses style attributes (our own pages use brain.css only), and CSS
+# cannot run code.
 # form-action is left out on purpose: browsers apply it to the redirect after the OAuth
 # consent form, which goes to the client's own redirect URI (another origin or scheme).
 CONTENT_SECURITY_POLICY = (

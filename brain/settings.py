@@ -227,13 +227,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # BRAIN_LOGIN_COOLOFF_MINUTES — the admin's sign-in included. Keyed by the pair, so nobody can
 # lock a colleague out from elsewhere. Behind reverse proxies, BRAIN_TRUSTED_PROXY_COUNT says how
 # many X-Forwarded-For entries to trust (0: the socket's peer address is the client).
-# MemberBackend is Django's ModelBackend reading the member with the user; ModelBackend stays
-# listed so sessions signed in before it keep working until they expire.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "grants.backends.MemberBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+# MemberBackend is Django's ModelBackend reading the member with the user. (Listing ModelBackend
+# too would check every failed password twice; sessions from before it sign in once more.)
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "grants.backends.MemberBackend"]
 AXES_FAILURE_LIMIT = env_int("BRAIN_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = dt.timedelta(minutes=env_int("BRAIN_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

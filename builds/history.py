@@ -13,13 +13,16 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Subquery
 
-from builds.models import BuildChange, Promotion
+from builds.models import Build, BuildChange, Promotion
 from builds.review import revision_readable
+from builds.selectors import builds_approvable_by
 from corpus.models import Page, Revision
 from corpus.selectors import page_get_visible
-from grants.principals import Principal
+from grants.models import Member
+from grants.predicates import effective_permissions
+from grants.principals import Principal, SystemPrincipal
 
-REVISION_ID_LENGTH = 12  # the sha256 prefix that names a revision in URLs (unique within a page)
+SHORT_HASH = 12  # the sha256 prefix shown for a revision (two revisions may share it: a revert)
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,13 @@ class HistoryEntry:
     note: str
 
     @property
-    def short_id(self) -> str:
-        return self.revision.sha256[:REVISION_ID_LENGTH]
+    def short_hash(self) -> str:
+        return self.revision.sha256[:SHORT_HASH]
+
+    @property
+    def number(self) -> int:
+        """What names the revision in ``?from=&to=``: unique, unlike its hash (a revert repeats it)."""
+        return int(self.revision.pk)
 
 
 def page_history(*, principal: Principal | None, path: str, limit: int = 200) -> tuple[Page, list[HistoryEntry]]:
@@ -63,24 +71,65 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
             readable[scope] = revision_readable(principal, revision)
         return readable[scope]
 
+    shown_revisions = [revision for revision in revisions if reads(revision)]
+    seen_builds = _builds_visible_to(principal, {r.build_pk for r in shown_revisions if r.build_pk})  # type: ignore[attr-defined]
     entries = [
         HistoryEntry(
             revision=revision,
             promoted_by=revision.promoted_by.username if revision.promoted_by is not None else "the system (import)",
             promoted_at=revision.promoted_at,  # type: ignore[arg-type]
-            build_id=str(revision.build_public_id) if revision.build_public_id else None,  # type: ignore[attr-defined]
-            build_title=revision.build_title,  # type: ignore[attr-defined]
-            note=revision.note or "",  # type: ignore[attr-defined]
+            # A build's title and approval note speak for all its pages: shown only to those
+            # who may see the build itself.
+            build_id=str(revision.build_public_id) if revision.build_pk in seen_builds else None,  # type: ignore[attr-defined]
+            build_title=revision.build_title if revision.build_pk in seen_builds else None,  # type: ignore[attr-defined]
+            note=(revision.note or "") if revision.build_pk in seen_builds else "",  # type: ignore[attr-defined]
         )
-        for revision in revisions
-        if reads(revision)
+        for revision in shown_revisions
     ]
     return page, entries
 
 
-def entry_by_short_id(entries: list[HistoryEntry], short_id: str) -> HistoryEntry | None:
-    """The entry whose revision id starts with ``short_id`` (at least 7 characters), if exactly one."""
-    if len(short_id) < 7:
-        return None
-    found = [entry for entry in entries if entry.revision.sha256.startswith(short_id.lower())]
-    return found[0] if len(found) == 1 else None
+def _builds_visible_to(principal: Principal | None, build_ids: set[int]) -> set[int]:
+    """Of ``build_ids``, those whose title and note ``principal`` may be shown: builds they may
+    see (``build_get_visible``'s rule) and builds all of whose pages they may read. A constant
+    number of queries however many builds."""
+    from corpus.services import document_from_revision
+
+    if not build_ids or principal is None:
+        return set()
+    if isinstance(principal, SystemPrincipal):
+        return set(build_ids)
+    builds = list(Build.objects.filter(pk__in=build_ids))
+    shown: set[int] = set()
+    if isinstance(principal, Member):
+        shown = {build.pk for build in builds if build.requester_id == principal.pk}
+        shown |= set(
+            Build.participants.through.objects.filter(build_id__in=build_ids, member_id=principal.pk).values_list(
+                "build_id", flat=True
+            )
+        )
+    shown |= builds_approvable_by(principal, [build for build in builds if build.pk not in shown])
+    rest = {build.pk for build in builds} - shown
+    if not rest:
+        return shown
+    changes = list(BuildChange.objects.filter(build_id__in=rest).select_related("revision"))
+    retired = {page.path: page for page in Page.objects.filter(path__in={c.path for c in changes if not c.revision})}
+    objects: list[tuple[int, tuple[str, str | None, int]]] = []
+    unreadable: set[int] = set()
+    for change in changes:
+        if change.revision is not None:
+            document = document_from_revision(change.revision)
+            objects.append((change.build_id, (document.path, document.category, int(document.sensitivity))))
+        elif change.path in retired:
+            page = retired[change.path]
+            objects.append((change.build_id, (page.path, page.category, int(page.sensitivity))))
+        else:
+            unreadable.add(change.build_id)
+    held = effective_permissions(principal, [item for _, item in objects])
+    unreadable |= {build_id for (build_id, _), best in zip(objects, held, strict=True) if best is None}
+    return shown | (rest - unreadable)
+
+
+def entry_by_number(entries: list[HistoryEntry], number: str) -> HistoryEntry | None:
+    """The entry of revision ``number`` among ``entries`` (the reader's visible history), if any."""
+    return next((entry for entry in entries if str(entry.number) == number.strip()), None)

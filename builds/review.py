@@ -16,16 +16,16 @@ import yaml
 from django.utils.safestring import SafeString
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_parts, build_promotion_blockers, held_on, pages_at, readable_changes
+from builds.selectors import build_parts, held_on, pages_at, readable_changes
 from corpus.diffs import Diff, line_diff
-from corpus.models import Page, Revision
+from corpus.models import Revision
 from corpus.rendering import render_markdown
 from corpus.selectors import ReferenceFilter
 from grants.models import Member, Permission
 from grants.predicates import members_holding
 from grants.principals import Principal, SystemPrincipal
 
-# Past this many candidates the exact check is not run for everyone; the page says "and others".
+# Past this many approvers the page names the first ones and says how many others.
 APPROVER_CHECK_LIMIT = 12
 
 
@@ -98,7 +98,7 @@ def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
     """The build's changes the viewer may read, each as (replaced revision, new revision)."""
     promotion = getattr(build, "promotion", None) if build.status == Build.Status.PROMOTED else None
     if promotion is not None:
-        return _approved_pairs(promotion.approved, viewer)
+        return _approved_pairs(promotion.approved, viewer, build)
     pairs: list[ChangePair] = []
     changes = build_parts(build).changes
     readable = readable_changes(viewer, build)
@@ -114,17 +114,37 @@ def change_pairs(*, build: Build, viewer: Principal | None) -> list[ChangePair]:
     return pairs
 
 
-def _approved_pairs(approved: list[dict[str, Any]], viewer: Principal | None) -> list[ChangePair]:
+def _approved_pairs(approved: list[dict[str, Any]], viewer: Principal | None, build: Build) -> list[ChangePair]:
+    """The approved (replaced, new) revision pairs the viewer may read today.
+
+    A revision is shown when the viewer may read it as it was written *and* may read its page
+    as it is now (as the page history requires): a page restricted since is not shown through
+    an old build. A retired page has no present scope; its revisions' own scope decides.
+    """
     ids = [entry.get(key) for entry in approved for key in ("revision", "previous")]
-    revisions = Revision.objects.in_bulk([pk for pk in ids if pk])
+    revisions = Revision.objects.select_related("page").in_bulk([pk for pk in ids if pk])
+    live_pages = {
+        revision.page.pk: revision.page
+        for revision in revisions.values()
+        if revision.page is not None and revision.page.current_revision_id is not None
+    }
+    held = held_on(viewer, build, [(page.path, page.category, int(page.sensitivity)) for page in live_pages.values()])
+    readable_pages = {page.pk for page, best in zip(live_pages.values(), held, strict=True) if best is not None}
+
+    def shown(revision: Revision | None) -> Revision | None:
+        if revision is None or not revision_readable(viewer, revision):
+            return None
+        if revision.page_id in live_pages and revision.page_id not in readable_pages:
+            return None
+        return revision
+
     pairs: list[ChangePair] = []
     for entry in approved:
         new = revisions.get(entry.get("revision") or 0)
         old = revisions.get(entry.get("previous") or 0)
         if new is None and old is None:  # promoted before pairs were recorded: the paths only
             continue
-        shown_new = new if new is not None and revision_readable(viewer, new) else None
-        shown_old = old if old is not None and revision_readable(viewer, old) else None
+        shown_new, shown_old = shown(new), shown(old)
         if shown_new is None and (new is not None or shown_old is None):
             continue  # the viewer may not read what went live (or what was deleted)
         pairs.append(ChangePair(entry.get("from") or entry["path"], entry["action"], shown_old, shown_new))
@@ -185,54 +205,68 @@ def build_review(*, build: Build, viewer: Principal | None) -> ReviewView:
     return review
 
 
-def build_approvers(*, build: Build) -> list[Member]:
-    """Members who could promote ``build`` as it stands, each checked by the promotion gate itself.
+@dataclass(frozen=True)
+class Approvers:
+    """Who could approve a build, as far as its requester may be told."""
 
-    Candidates are those whose grants reach every page, capture and figure page of the build
-    with approve (one query per part); each is then confirmed with ``build_promotion_blockers``
-    so the list never names someone the gate would refuse. Shown to the requester only.
+    names: list[str]
+    more: int  # how many further members could, beyond the names listed
+
+
+def build_approvers(*, build: Build, requester: Member) -> Approvers:
+    """Active members (not the requester, unless self-approval is allowed) whose grants let them
+    approve every part of ``build``, worked out as the requester sees the corpus.
+
+    A live page the requester cannot read counts as no page (exactly as when they drafted over
+    it), so the answer is the same as for a free path and tells them nothing about it; the
+    promotion gate still stops such a draft for everyone. For each page change: approve on the
+    draft as it will be, on the live page there when the requester can read it, and the owner
+    rule of either; each capture: approve on its scope; each figure: approve on its page and
+    its owner rule. One query per part (``members_holding``). Stale drafts are reported to the
+    requester by their own blockers list, not here.
     """
+    from builds.services import builds_settings
     from corpus.services import document_from_revision
 
     candidates: set[int] | None = None
+    owners: set[str] = set()  # usernames the owner rule requires (each must be the approver)
 
-    def narrow(ids: set[int]) -> None:
+    def narrow(path: str, category: str | None, sensitivity: int) -> None:
         nonlocal candidates
+        ids = members_holding(Permission.APPROVE, path=path, category=category, sensitivity=sensitivity)
         candidates = ids if candidates is None else candidates & ids
 
     parts = build_parts(build)
+    pages = pages_at(build)
+    live_rows = [page for page in pages.values() if page.current_revision_id is not None]
+    held = held_on(requester, build, [(page.path, page.category, int(page.sensitivity)) for page in live_rows])
+    readable_live = {page.path: page for page, best in zip(live_rows, held, strict=True) if best is not None}
     for change in parts.changes:
-        live = Page.objects.filter(path=change.path, current_revision__isnull=False).first()
+        live = readable_live.get(change.path)
         if live is not None:
-            narrow(
-                members_holding(
-                    Permission.APPROVE, path=live.path, category=live.category, sensitivity=live.sensitivity
-                )
-            )
+            narrow(live.path, live.category, live.sensitivity)
+            if live.change_policy == "owner":
+                owners.add(live.owner.username)
         if change.revision is not None:
             document = document_from_revision(change.revision)
-            narrow(
-                members_holding(
-                    Permission.APPROVE, path=document.path, category=document.category, sensitivity=document.sensitivity
-                )
-            )
+            narrow(document.path, document.category, document.sensitivity)
+            existing = readable_live.get(document.path)
+            if document.change_policy == "owner" or (existing is not None and existing.change_policy == "owner"):
+                owners.add(existing.owner.username if existing is not None else document.owner)
     for recorded in parts.captures:
         source = recorded.source
-        narrow(
-            members_holding(
-                Permission.APPROVE, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
-            )
-        )
+        narrow(source.scope_path, source.category, source.sensitivity)
     for figure_draft in parts.figures:
         page = figure_draft.figure.page
-        narrow(
-            members_holding(Permission.APPROVE, path=page.path, category=page.category, sensitivity=page.sensitivity)
-        )
-    if not candidates:
-        return []
-    members = Member.objects.filter(pk__in=candidates).select_related("user").order_by("user__username")
-    return [
-        member
-        for member in members[:APPROVER_CHECK_LIMIT]
-        if not build_promotion_blockers(build=build, approver=member, once_submitted=True)
-    ]
+        narrow(page.path, page.category, page.sensitivity)
+        if page.change_policy == "owner":
+            owners.add(page.owner.username)
+    if not candidates or len(owners) > 1:  # two different owners can never both be the approver
+        return Approvers([], 0)
+    members = Member.objects.filter(pk__in=candidates, is_active=True, user__is_active=True).select_related("user")
+    if not builds_settings()["ALLOW_SELF_APPROVAL"]:
+        members = members.exclude(pk=requester.pk)
+    if owners:
+        members = members.filter(user__username__in=owners)
+    names = sorted(member.username for member in members)
+    return Approvers(names[:APPROVER_CHECK_LIMIT], max(0, len(names) - APPROVER_CHECK_LIMIT))

@@ -39,7 +39,9 @@ def build_parts(build: Build) -> BuildParts:
         cached = BuildParts(
             changes=list(build.changes.select_related("revision").order_by("path")),
             captures=list(build.captures.select_related("source")) if getattr(build, "has_captures", True) else [],
-            figures=list(build.figures.select_related("figure__page")) if getattr(build, "has_figures", True) else [],
+            figures=list(build.figures.select_related("figure__page__owner__user"))
+            if getattr(build, "has_figures", True)
+            else [],
         )
         build._parts = cached  # type: ignore[attr-defined]
     return cached

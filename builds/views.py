@@ -16,7 +16,7 @@ from brain.errors import error_response, json_error
 from brain.text.secrets import NulRefused, SecretRefused
 from builds.driver import ArchiveRefused, files_from_zip, import_job_create, job_progress
 from builds.forms import RejectForm, ReviewForm, ZipImportForm
-from builds.history import entry_by_short_id, page_history
+from builds.history import entry_by_number, page_history
 from builds.models import Build
 from builds.review import build_approvers, build_review, revision_lines
 from builds.selectors import (
@@ -87,7 +87,9 @@ def _render_detail(
             "decisions": build.reviews.select_related("reviewer__user").order_by("created_at"),
             # Only the requester is told who could approve (they wrote every change, so the
             # list names nothing they could not see); computed only while it can still matter.
-            "approvers": build_approvers(build=build) if is_requester and waiting else None,
+            "approvers": build_approvers(build=build, requester=member)
+            if is_requester and waiting and member
+            else None,
         },
         status=status,
     )
@@ -206,8 +208,8 @@ def page_history_view(request: HttpRequest, path: str) -> HttpResponse:
     compare = None
     chosen_from, chosen_to = request.GET.get("from", ""), request.GET.get("to", "")
     if chosen_from or chosen_to:
-        newer = entry_by_short_id(entries, chosen_to) if chosen_to else (entries[0] if entries else None)
-        older = entry_by_short_id(entries, chosen_from) if chosen_from else None
+        newer = entry_by_number(entries, chosen_to) if chosen_to else (entries[0] if entries else None)
+        older = entry_by_number(entries, chosen_from) if chosen_from else None
         if newer is None or (chosen_from and older is None):
             return render(
                 request,

@@ -238,11 +238,12 @@ def page_links(*, principal: Principal | None, page: Page) -> PageLinks:
     return PageLinks(links_to, related, linked_from, frozenset(unavailable))
 
 
-def page_figures(*, page: Page) -> list[Figure]:
+def page_figures(*, page: Page, principal: Principal | None) -> list[Figure]:
     """The current value of each figure tracked on ``page`` (one row per key).
 
     ``page`` must come from ``page_get_visible``: a live figure on a page the reader may read
-    is one they may read (``FigureQuerySet.visible_to``), so no second predicate is needed.
+    is one they may read (``FigureQuerySet.visible_to``). The capture a figure cites has its
+    own scope: ``source_visible`` says whether this reader may open it (one query).
     """
     shown: list[Figure] = []
     for figure in (
@@ -252,8 +253,11 @@ def page_figures(*, page: Page) -> list[Figure]:
     ):
         if not shown or shown[-1].key != figure.key:  # the newest value of each key comes first
             shown.append(figure)
+    cited = {figure.source_id for figure in shown if figure.source_id is not None}
+    openable = set(Source.objects.visible_to(principal, "read").filter(pk__in=cited).values_list("pk", flat=True))
     for figure in shown:  # 12.500000 reads as 12.5, 100.000000 as 100
         figure.display_value = format(figure.value.normalize(), "f")  # type: ignore[attr-defined]
+        figure.source_visible = figure.source_id in openable  # type: ignore[attr-defined]
     return shown
 
 

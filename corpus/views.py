@@ -112,7 +112,7 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
                 path=view.path, title=view.title, incoming=links.linked_from, outgoing=outgoing
             ),
             "sources": sources,
-            "figures": page_figures(page=page),
+            "figures": page_figures(page=page, principal=principal),
             "due_in": due_in,
         },
     )

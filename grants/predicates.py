@@ -230,14 +230,19 @@ def effective_permissions(principal: Principal | None, objects: list[tuple[str, 
     if principal is None:
         return [None] * len(objects)
     subject_sql, subject_params = subject_grants_sql(principal)
-    rows = ", ".join(["(%s::integer, %s::varchar, %s::varchar, %s::integer)"] * len(objects))
-    params: list[Any] = []
-    for index, (path, category, sensitivity) in enumerate(objects):
-        params += [index, path, category, int(sensitivity)]
+    # Four arrays, not four parameters per object: a statement takes at most 65,535 parameters,
+    # and a large build weighs thousands of objects.
     sql = f"""SELECT o.i, max(g.permission)
-                FROM (VALUES {rows}) AS o(i, path, category, sensitivity)
+                FROM unnest(%s::integer[], %s::varchar[], %s::varchar[], %s::integer[])
+                     AS o(i, path, category, sensitivity)
                 LEFT JOIN grants_grant g ON g.id IN ({subject_sql}) AND {_reach_condition("o")}
                GROUP BY o.i"""
+    params = (
+        list(range(len(objects))),
+        [path for path, _, _ in objects],
+        [category for _, category, _ in objects],
+        [int(sensitivity) for _, _, sensitivity in objects],
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, (*params, *subject_params))
         found = {index: best for index, best in cursor.fetchall()}

@@ -22,6 +22,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.errors import json_error
+from brain.text.secrets import find
 from corpus.models import Source
 from corpus.selectors import source_get_visible
 from grants.models import Member
@@ -80,7 +81,14 @@ def upload(request: HttpRequest) -> HttpResponseBase:
             problems = invalid.messages
         except PermissionDenied as denied:
             problems = [str(denied) or "You may not add captures there."]
-    return render(request, "ingest/upload.html", {"problems": problems}, status=400 if problems else 200)
+    # What was typed comes back on a refusal, except a field holding a secret: never echo one.
+    typed = {
+        name: value
+        for name in ("title", "key", "category", "sensitivity")
+        if (value := request.POST.get(name, "")) and not find(value)
+    }
+    context = {"problems": problems, "typed": typed}
+    return render(request, "ingest/upload.html", context, status=400 if problems else 200)
 
 
 @login_required

@@ -8,8 +8,9 @@ import re
 import uuid
 import zipfile
 
-from builds.driver import job_step
+from builds.driver import import_job_create, job_step
 from builds.models import Build, BuildJob, Promotion
+from builds.services import build_promote
 from corpus.models import Page
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
@@ -107,12 +108,12 @@ class ReviewUiTests(BrainTestCase):
         assert "ship it" in history
         assert "victor" in history
         revisions = list(Page.objects.get(path="topics/pricing/price-list.md").revisions.order_by("promoted_at"))
-        first, last = revisions[0].sha256[:12], revisions[-1].sha256[:12]
+        first, last = revisions[0].pk, revisions[-1].pk
         compare = self.client.get(f"/pages/topics/pricing/price-list.md/history?from={first}&to={last}")
         assert compare.status_code == 200
         assert "removed: </span>Team plan." in compare.content.decode()
         assert "added: </span><ins>Everything changed.</ins>" in compare.content.decode()
-        assert self.client.get("/pages/topics/pricing/price-list.md/history?from=0000000&to=1111111").status_code == 404
+        assert self.client.get("/pages/topics/pricing/price-list.md/history?from=999999&to=999998").status_code == 404
 
     def test_rejecting_needs_a_reason_and_keeps_what_was_typed(self) -> None:
         build = self.open_import()
@@ -198,3 +199,68 @@ class ReviewPrivacyTests(ReviewUiTests):
         api = self.client.get(f"/api/builds/{build.public_id}").json()
         assert [change["path"] for change in api["changes"]] == ["topics/pricing/price-list.md"]
         assert "discount-policy" not in json.dumps(api)
+
+
+class ReviewPrivacyEdgeTests(BrainTestCase):
+    """What the review screen and history must not tell: hidden pages, and content restricted since."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        cls.victor = member_create(actor=SYSTEM, username="victor", password="pw-victor-123")
+        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
+        # A restricted page alice's prefix grant does not reach: to her it is no page at all.
+        publish("topics/pricing/hidden-plan.md", title="Hidden plan", sensitivity="restricted")
+
+    def imported(self, title: str, files: dict[str, str]) -> Build:
+        build = import_job_create(requester=self.alice, files=list(files.items()), title=title)
+        while job_step(BuildJob.objects.get(build=build).pk) == "progress":
+            pass
+        build.refresh_from_db()
+        return build
+
+    def test_who_can_approve_is_the_same_over_a_hidden_page_as_over_a_free_path(self) -> None:
+        over_hidden = self.imported("Over hidden", {"topics/pricing/hidden-plan.md": page_markdown(title="Plan")})
+        over_free = self.imported("Over free", {"topics/pricing/free-plan.md": page_markdown(title="Plan")})
+        self.client.force_login(self.alice.user)
+        hidden_page = self.client.get(f"/builds/{over_hidden.public_id}/").content.decode()
+        free_page = self.client.get(f"/builds/{over_free.public_id}/").content.decode()
+        assert "Who can approve this build: <strong>victor</strong>" in free_page
+        assert "Who can approve this build: <strong>victor</strong>" in hidden_page
+        assert "Nobody can approve" not in hidden_page
+
+    def test_a_promoted_build_does_not_show_a_page_restricted_since(self) -> None:
+        build = self.imported(
+            "Two pages",
+            {
+                "topics/pricing/price-list.md": page_markdown(title="Price list", body="# Price list\n\nSeat 12.\n"),
+                "topics/pricing/faq.md": page_markdown(title="FAQ", body="# FAQ\n\nAsk us.\n"),
+            },
+        )
+        build_promote(actor=self.victor, build=build, note="ok")
+        publish("topics/pricing/price-list.md", title="Price list", sensitivity="restricted")  # restricted since
+        self.client.force_login(self.victor.user)  # approves topics/ pages, ordinary ones only
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Ask us." in page
+        assert "Seat 12." not in page
+        assert "topics/pricing/price-list.md" not in page
+
+    def test_history_shows_a_build_note_only_to_those_who_may_read_all_its_pages(self) -> None:
+        grant_issue(actor=SYSTEM, member=self.alice, category="finance", permission="suggest")
+        grant_issue(actor=SYSTEM, member=self.victor, category="finance", permission="approve")
+        build = self.imported(
+            "Mixed build",
+            {
+                "topics/pricing/faq.md": page_markdown(title="FAQ", body="# FAQ\n\nAsk us.\n"),
+                "topics/pricing/margins.md": page_markdown(
+                    title="Margins", category="finance", sensitivity="restricted"
+                ),
+            },
+        )
+        build_promote(actor=self.victor, build=build, note="margins move to 40%")
+        self.client.force_login(self.bob.user)  # reads the FAQ (topics/), not the restricted finance page
+        history = self.client.get("/pages/topics/pricing/faq.md/history").content.decode()
+        assert "margins move to 40%" not in history
+        assert "Mixed build" not in history
+        self.client.force_login(self.victor.user)
+        assert "margins move to 40%" in self.client.get("/pages/topics/pricing/faq.md/history").content.decode()

@@ -89,6 +89,23 @@ class BrowseAndPageTests(BrainTestCase):
         assert body.count('class="unavailable"') == 2
         assert "history" in body
 
+    def test_a_figure_links_its_capture_only_for_those_who_may_open_it(self) -> None:
+        self.client.force_login(self.alice.user)  # reads the page, holds no grant on captures/
+        body = self.client.get("/pages/topics/pricing/price-list.md").content.decode()
+        assert "team-seat-price" in body
+        assert 'href="/sources/gdrive/msa"' not in body
+        self.client.force_login(self.bob.user)
+        assert 'href="/sources/gdrive/msa"' in self.client.get("/pages/topics/pricing/price-list.md").content.decode()
+
+    def test_many_objects_are_weighed_in_one_query(self) -> None:
+        from grants.predicates import effective_permissions
+
+        # 20,000 objects at four values each would pass PostgreSQL's 65,535-parameter limit.
+        objects: list[tuple[str, str | None, int]] = [(f"topics/bulk/p{index}.md", None, 0) for index in range(20_000)]
+        held = effective_permissions(self.bob, objects)
+        assert len(held) == 20_000
+        assert set(held) == {1}
+
     def test_a_page_someone_cannot_read_says_not_available(self) -> None:
         self.client.force_login(self.bob.user)
         hidden = self.client.get(f"/pages/{DISCOUNT_POLICY}")
@@ -144,6 +161,23 @@ class UploadPagesTests(BrainTestCase):
         response = self.client.post("/sources/upload", {"file": SimpleUploadedFile("notes.md", data)}, follow=True)
         assert response.status_code == 200, response.content.decode()[-1500:]
         return response.content.decode()
+
+    def test_a_refused_upload_keeps_what_was_typed_but_never_a_secret(self) -> None:
+        self.client.force_login(self.alice.user)
+        secret_title = "Notes " + "AKIA" + "QYLPMN5HHHFPZAM2"
+        response = self.client.post(
+            "/sources/upload",
+            {"file": SimpleUploadedFile("notes.md", b"# Notes\n"), "title": secret_title, "key": "Bad Key!"},
+        )
+        body = response.content.decode()
+        assert response.status_code == 400
+        assert "QYLPMN5HHHFPZAM2" not in body
+        response = self.client.post(
+            "/sources/upload",
+            {"file": SimpleUploadedFile("notes.md", b"# Notes\n"), "title": "Call notes", "key": "Bad Key!"},
+        )
+        assert response.status_code == 400
+        assert 'value="Call notes"' in response.content.decode()
 
     def test_my_uploads_download_and_reupload(self) -> None:
         self.client.force_login(self.alice.user)
