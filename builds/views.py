@@ -84,7 +84,12 @@ def _render_detail(
             "reject_form": reject_form or RejectForm(),
             "progress": _progress(build, member),
             "promotion": getattr(build, "promotion", None) if build.status == Build.Status.PROMOTED else None,
-            "decisions": build.reviews.select_related("reviewer__user").order_by("created_at"),
+            # Reviews are recorded when a build is approved or rejected, which ends it.
+            "decisions": (
+                build.reviews.select_related("reviewer__user").order_by("created_at")
+                if build.status in (Build.Status.PROMOTED, Build.Status.REJECTED)
+                else []
+            ),
             # Only the requester is told who could approve (they wrote every change, so the
             # list names nothing they could not see); computed only while it can still matter.
             "approvers": build_approvers(build=build, requester=member)
