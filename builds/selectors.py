@@ -125,6 +125,9 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     )
     if is_requester and not builds_settings()["ALLOW_SELF_APPROVAL"]:
         blockers.append("the requester cannot approve their own build")
+        # That is the whole answer for them: the per-page reasons would differ between a draft
+        # over a live page they cannot read and one on a free path, telling them it exists.
+        return blockers
     parts = build_parts(build)
     changes, captures, figures = parts.changes, parts.captures, parts.figures
     if not changes and not captures and not figures:

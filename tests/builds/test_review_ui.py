@@ -229,6 +229,18 @@ class ReviewPrivacyEdgeTests(BrainTestCase):
         assert "Who can approve this build: <strong>victor</strong>" in hidden_page
         assert "Nobody can approve" not in hidden_page
 
+    def test_the_requester_is_told_the_same_blockers_over_a_hidden_page_as_over_a_free_path(self) -> None:
+        over_hidden = self.imported("Over hidden", {"topics/pricing/hidden-plan.md": page_markdown(title="Plan")})
+        over_free = self.imported("Over free", {"topics/pricing/free-plan.md": page_markdown(title="Plan")})
+        self.client.force_login(self.alice.user)
+
+        def blockers(build: Build) -> str:
+            body = self.client.get(f"/builds/{build.public_id}/").content.decode()
+            return body[body.index("You cannot promote this build") :].split("</div>", 1)[0]
+
+        assert blockers(over_hidden) == blockers(over_free)
+        assert "the requester cannot approve their own build" in blockers(over_hidden)
+
     def test_a_promoted_build_does_not_show_a_page_restricted_since(self) -> None:
         build = self.imported(
             "Two pages",
