@@ -14,12 +14,17 @@ from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
+from corpus.paths import PathError, validate_page_path
 from grants import services
-from grants.models import AuditEvent, Grant, Group, Member, Permission, ServiceAccount
+from grants.explain import explain_access
+from grants.models import AuditEvent, Grant, Group, Member, Permission, Sensitivity, ServiceAccount
 from grants.principals import SYSTEM, Principal, principal_for_user
 
 
@@ -51,6 +56,22 @@ class AdministratorOnly:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.has_module_permission(request)
+
+
+class ExplainForm(forms.Form):
+    path = forms.CharField(label="Page path", max_length=255, help_text="e.g. topics/pricing/discount-policy.md")
+    category = forms.CharField(required=False, max_length=64, help_text="Only when no page exists at the path yet.")
+    sensitivity = forms.ChoiceField(
+        required=False,
+        choices=[("", "—"), ("ordinary", "ordinary"), ("restricted", "restricted"), ("secret", "secret")],
+        help_text="Only when no page exists at the path yet.",
+    )
+
+    def clean_path(self) -> str:
+        try:
+            return validate_page_path(str(self.cleaned_data["path"]).strip())
+        except PathError as exc:
+            raise ValidationError(f"not a page path: {exc.message}") from None
 
 
 class MemberForm(forms.ModelForm):
@@ -126,7 +147,63 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
     def get_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
         if obj is None:
             return ["username", "email", "password", "role", "slack_user_id"]
-        return ["role", "is_active", "slack_user_id"]
+        return ["role", "is_active", "slack_user_id", "grants_held", "explain"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
+        return ["grants_held", "explain"] if obj is not None else []
+
+    @admin.display(description="Grants (own and through groups)")
+    def grants_held(self, obj: Member) -> str:
+        grants = Grant.objects.filter(Q(member=obj) | Q(group__memberships__member=obj)).select_related("group")
+        lines = [
+            format_html(
+                "<li>{} on {}{}</li>",
+                Permission(grant.permission).label,
+                f"category {grant.category}" if grant.category else (grant.path or "everything (the root)"),
+                f" — through group {grant.group.name}" if grant.group is not None else "",
+            )
+            for grant in grants.order_by("-permission", "path", "category").distinct()
+        ]
+        if not lines:
+            return "none: this member can read no page (administering is not content access)"
+        return format_html("<ul>{}</ul>", format_html_join("", "{}", ((line,) for line in lines)))
+
+    @admin.display(description="Explain access")
+    def explain(self, obj: Member) -> str:
+        url = reverse("admin:grants_member_explain", args=[obj.pk])
+        return format_html('<a href="{}">Why can (or can\'t) {} see a page?</a>', url, obj.username)
+
+    def get_urls(self) -> list[Any]:
+        explain = path(
+            "<path:object_id>/explain/", self.admin_site.admin_view(self.explain_view), name="grants_member_explain"
+        )
+        return [explain, *super().get_urls()]
+
+    def explain_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The effective permission of this member on a page path, every grant that matched and why."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        member = Member.objects.select_related("user").filter(pk=unquote(object_id)).first()
+        if member is None:
+            raise Http404("no such member")
+        form = ExplainForm(request.GET or None)
+        explanation = None
+        if form.is_valid():
+            explanation = explain_access(
+                member,
+                form.cleaned_data["path"],
+                category=form.cleaned_data["category"] or None,
+                sensitivity=Sensitivity.from_name(form.cleaned_data["sensitivity"] or "ordinary"),
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Explain access: {member.username}",
+            "opts": self.model._meta,
+            "original": member,
+            "form": form,
+            "explanation": explanation,
+        }
+        return TemplateResponse(request, "admin/grants/member/explain.html", context)
 
     def save_model(self, request: HttpRequest, obj: Member, form: forms.ModelForm, change: bool) -> None:
         data = form.cleaned_data

@@ -25,7 +25,7 @@ from ingest.models import Extraction
 from ingest.services import extraction_run
 from oauth.config import provider_settings
 from tests.base import DISCOUNT_POLICY, capture, page_markdown, publish
-from tests.browser.harness import BrowserTestCase
+from tests.browser.harness import SCREENSHOTS, BrowserTestCase
 
 PASSWORDS = {"alice": "pw-alice-123", "victor": "pw-victor-123", "bob": "pw-bob-12345"}
 PRICE_LIST = "topics/pricing/price-list.md"
@@ -250,3 +250,19 @@ class JourneyTests(BrowserTestCase):
         build.refresh_from_db()
         assert build.status == Build.Status.AWAITING_REVIEW
         return build
+
+    def test_an_administrator_explains_access_in_the_admin(self) -> None:
+        member_create(actor=SYSTEM, username="carol", role="admin", password="pw-carol-1234")
+        carol = self.context().new_page()
+        carol.goto(f"{self.live_server_url}/admin/login/?next=/admin/")
+        carol.get_by_label("Username").fill("carol")
+        carol.get_by_label("Password").fill("pw-carol-1234")
+        carol.get_by_role("button", name="Log in").click()
+        carol.goto(f"{self.live_server_url}/admin/grants/member/{self.bob.pk}/change/")
+        expect(carol.get_by_text("read on topics/")).to_be_visible()  # bob's grants, listed inline
+        carol.get_by_role("link", name=re.compile("Why can")).click()
+        carol.get_by_label("Page path").fill(DISCOUNT_POLICY)
+        carol.get_by_role("button", name="Explain").click()
+        expect(carol.get_by_text("Effective permission: none")).to_be_visible()
+        expect(carol.get_by_text(re.compile("a folder grant reaches ordinary pages only"))).to_be_visible()
+        carol.screenshot(path=str(SCREENSHOTS / "admin-explain-access.png"), full_page=True)

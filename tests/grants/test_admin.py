@@ -141,3 +141,34 @@ class PasswordSetByAdministratorTests(BrainTestCase):
         assert mail.outbox[0].to == ["bob@example.org"]
         assert "charlie" in mail.outbox[0].body
         assert "passphrase" not in mail.outbox[0].body
+
+
+class AdminExplainAccessTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        from tests.base import DISCOUNT_POLICY, publish
+
+        cls.policy = DISCOUNT_POLICY
+        publish(DISCOUNT_POLICY, title="Discount policy", category="pricing", sensitivity="restricted")
+
+    def test_a_members_page_lists_their_grants_and_explains_access(self) -> None:
+        self.client.force_login(self.charlie.user)
+        change = self.client.get(f"/admin/grants/member/{self.alice.pk}/change/").content.decode()
+        assert "approve on topics/pricing/" in change
+        assert f"/admin/grants/member/{self.alice.pk}/explain/" in change
+        explained = self.client.get(f"/admin/grants/member/{self.alice.pk}/explain/", {"path": self.policy})
+        body = explained.content.decode()
+        assert explained.status_code == 200
+        assert "Effective permission: approve" in body
+        assert "a folder grant reaches ordinary pages only and this page is restricted" in body
+        bob = self.client.get(f"/admin/grants/member/{self.bob.pk}/explain/", {"path": self.policy}).content.decode()
+        assert "Effective permission: none" in bob
+        bad = self.client.get(f"/admin/grants/member/{self.alice.pk}/explain/", {"path": "Bad Path"})
+        assert "not a page path" in bad.content.decode()
+
+    def test_only_administrators_may_explain(self) -> None:
+        self.client.force_login(self.bob.user)
+        response = self.client.get(f"/admin/grants/member/{self.alice.pk}/explain/", {"path": self.policy})
+        assert response.status_code in (302, 403)
+        assert "Effective permission" not in response.content.decode()
