@@ -13,6 +13,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import Group as DjangoGroup
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q, QuerySet
@@ -389,6 +390,34 @@ class UserAdmin(DjangoUserAdmin):
     an administrator (Django's mail backend; the console in development).
     """
 
+    list_display = ["username", "email", "is_staff", "is_active", "member_row"]
+    list_select_related = ["member"]
+
+    @admin.display(description="Member")
+    def member_row(self, obj: Any) -> str:
+        """A login without a member row can sign in but reaches nothing: say so, and where to fix it."""
+        try:
+            member = obj.member
+        except Member.DoesNotExist:
+            member = None
+        if member is not None:
+            url = reverse("admin:grants_member_change", args=[member.pk])
+            return format_html('<a href="{}">{}</a>', url, member.get_role_display())
+        return format_html(
+            "<strong>none</strong> — this login reaches no page, memory or build; "
+            'add it as a member under <a href="{}">Members</a>',
+            reverse("admin:grants_member_changelist"),
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [*super().get_readonly_fields(request, obj), *(["member_row"] if obj is not None else [])]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None:
+            fieldsets.insert(1, ("Brain", {"fields": ["member_row"]}))
+        return fieldsets
+
     def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
         response = super().user_change_password(request, id, form_url)
         if request.method == "POST" and response.status_code == 302:
@@ -400,3 +429,6 @@ class UserAdmin(DjangoUserAdmin):
 
 admin.site.unregister(User)
 admin.site.register(User, UserAdmin)
+# Brain's groups are "Member groups" above; Django's auth groups (permission sets) are unused and
+# listing both confused administrators.
+admin.site.unregister(DjangoGroup)

@@ -7,4 +7,4 @@ class GrantsConfig(AppConfig):
     """Members, groups, service accounts, grants and the access predicate; the audit log."""
 
     name = "grants"
-    verbose_name = "Grants"
+    verbose_name = "People and access"  # not "Grants": the admin listed it beside the Grants model

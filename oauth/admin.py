@@ -14,7 +14,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from oauth2_provider.admin import ApplicationAdmin
-from oauth2_provider.models import get_application_model
+from oauth2_provider.models import get_application_model, get_grant_model
 
 from grants.admin import admin_actor
 from oauth.services import application_remove
@@ -35,3 +35,6 @@ class BrainApplicationAdmin(ApplicationAdmin):  # type: ignore[misc]
 
 admin.site.unregister(Application)
 admin.site.register(Application, BrainApplicationAdmin)
+# OAuth authorization codes live for seconds and are not something to administer; listed as
+# "Grants" they were mistaken for Brain's access grants.
+admin.site.unregister(get_grant_model())

@@ -172,3 +172,23 @@ class AdminExplainAccessTests(BrainTestCase):
         response = self.client.get(f"/admin/grants/member/{self.alice.pk}/explain/", {"path": self.policy})
         assert response.status_code in (302, 403)
         assert "Effective permission" not in response.content.decode()
+
+
+class AdminUsersTests(BrainTestCase):
+    def test_a_login_without_a_member_is_told_what_is_missing(self) -> None:
+        from django.contrib.auth import get_user_model
+
+        lonely = get_user_model().objects.create_user("lonely", password="pw-lonely-123", is_staff=True)
+        root = get_user_model().objects.create_superuser("root", password="pw-root-12345")
+        self.client.force_login(root)  # Django's user admin is the superuser's
+        listing = self.client.get("/admin/auth/user/").content.decode()
+        assert "this login reaches no page, memory or build" in listing
+        change = self.client.get(f"/admin/auth/user/{lonely.pk}/change/").content.decode()
+        assert "add it as a member under" in change
+
+    def test_one_groups_and_one_grants_entry(self) -> None:
+        self.client.force_login(self.charlie.user)
+        index = self.client.get("/admin/").content.decode()
+        assert index.count(">Grants<") == 1
+        assert "/admin/auth/group/" not in index
+        assert "/admin/oauth2_provider/grant/" not in index
