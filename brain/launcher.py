@@ -377,6 +377,13 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, str(PROJECT_ROOT / "manage.py"), *args], check=True, cwd=PROJECT_ROOT)
 
 
+def _personas() -> list[str]:
+    """The demo people and what each may do, for the banner."""
+    from brain.demo.personas import PERSONAS
+
+    return [f"    {name:<9} {what}" for name, what in PERSONAS]
+
+
 def _announce_when_healthy(port: int, stop: threading.Event) -> None:
     """Print the URL and the demo sign-in once /healthz answers 200."""
     url = f"http://127.0.0.1:{port}"
@@ -398,7 +405,8 @@ def _announce_when_healthy(port: int, stop: threading.Event) -> None:
         f"  Brain is up:        {url}/",
         f"  Admin:              {url}/admin/",
         f"  Health:             {url}/healthz",
-        f"  Demo sign-in:       admin / {password}",
+        f"  Demo sign-in:       admin / {password}  (every demo person has this password)",
+        *_personas(),
         "  Stop with Ctrl-C (web, worker, beat and the embedded servers).",
         "=" * 64,
         "",

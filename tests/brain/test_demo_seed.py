@@ -18,7 +18,7 @@ class DemoSeedTests(TestCase):
         out = io.StringIO()
         call_command("demo_seed", stdout=out)
         assert (Member.objects.count(), Page.objects.count()) == counts
-        assert "5 unchanged" in out.getvalue()
+        assert "pages 0 created, 5 already there and left as they are" in out.getvalue()
         assert set(Page.objects.values_list("sensitivity", flat=True)) == {0, 1, 2}
 
         alice = Member.objects.get(user__username="alice")
@@ -30,6 +30,23 @@ class DemoSeedTests(TestCase):
         assert not Page.objects.visible_to(alice).filter(sensitivity=2).exists()
         assert figure_current(principal=alice, key="discount-ceiling").unit == "%"
 
+    def test_reseeding_keeps_what_people_approved_since_and_what_they_retired(self) -> None:
+        from tests.base import publish
+
+        call_command("demo_seed", stdout=io.StringIO())
+        publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\nApproved since.\n")
+        Page.objects.filter(path="topics/onboarding.md").update(current_revision=None)  # retired
+        call_command("demo_seed", stdout=io.StringIO())
+        price_list = Page.objects.get(path="topics/pricing/price-list.md")
+        assert "Approved since." in price_list.current_revision.body
+        assert Page.objects.get(path="topics/onboarding.md").current_revision is None
+
+    def test_a_second_approver_reviews_what_alice_proposes(self) -> None:
+        call_command("demo_seed", stdout=io.StringIO())
+        erin = Member.objects.get(user__username="erin")
+        approvable = set(Page.objects.visible_to(erin, "approve").values_list("path", flat=True))
+        assert "topics/pricing/price-list.md" in approvable
+
     def test_demo_admin_can_sign_in_to_the_admin(self) -> None:
         call_command("demo_seed", stdout=io.StringIO())
         signed_in = self.client.post(
@@ -39,3 +56,14 @@ class DemoSeedTests(TestCase):
         response = self.client.get("/admin/")
         assert response.status_code == 200
         assert "Grants" in response.content.decode()
+
+    def test_the_personas_printed_and_documented_are_the_people_seeded(self) -> None:
+        from pathlib import Path
+
+        from brain.demo.personas import PERSONAS
+
+        call_command("demo_seed", stdout=io.StringIO())
+        readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+        for name, _ in PERSONAS:
+            assert Member.objects.filter(user__username=name).exists(), name
+            assert f"| `{name}` |" in readme, name

@@ -5,7 +5,12 @@ Members (all with the demo password):
 - ``alice``: read on ``topics/``, approve on ``topics/pricing/`` and approve on the restricted
   ``topics/pricing/discount-policy.md`` (the seed's worked example);
 - ``bob``: read on ``topics/``;
+- ``erin``: read on ``topics/``, approve on ``topics/pricing/``: a second approver, so a change
+  alice proposes there has a reviewer who is not its author;
 - ``dana``: in group ``engineering`` (approve on ``engineering/``).
+
+Only what is missing is loaded: a page that exists (changed by people since, or retired) is
+never overwritten or brought back, so restarting ``make run`` keeps everything people approved.
 
 Captures, a demo corpus across the three tiers (ordinary, restricted, secret) and one
 tracked figure. Everything goes through the services, as the system actor.
@@ -25,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from builds.services import build_import
-from corpus.models import Figure, Source
+from corpus.models import Figure, Page, Source
 from corpus.services import figure_record, source_create
 from grants.models import Grant, Group, Member, ServiceAccount
 from grants.principals import SYSTEM
@@ -45,6 +50,7 @@ MEMBERS = [
     ("alice", Member.Role.MEMBER),
     ("bob", Member.Role.MEMBER),
     ("dana", Member.Role.MEMBER),
+    ("erin", Member.Role.MEMBER),
 ]
 GRANTS: list[dict[str, Any]] = [
     {"member": "alice", "path": "topics/", "permission": "read"},
@@ -53,6 +59,8 @@ GRANTS: list[dict[str, Any]] = [
     {"member": "alice", "path": "captures/", "permission": "suggest"},
     {"member": "bob", "path": "topics/", "permission": "read"},
     {"member": "bob", "path": "captures/tickets/", "permission": "read"},
+    {"member": "erin", "path": "topics/", "permission": "read"},
+    {"member": "erin", "path": "topics/pricing/", "permission": "approve"},
     {"group": "engineering", "path": "engineering/", "permission": "approve"},
     {"group": "engineering", "path": "topics/", "permission": "read"},
     {"service": "docs-mirror", "path": "topics/", "permission": "read"},
@@ -87,7 +95,10 @@ class Command(BaseCommand):
         with transaction.atomic():
             created_people = self._people(password)
             self._sources()
-        result = build_import(requester=SYSTEM, approver=SYSTEM, files=self._pages(), title="Demo corpus")
+        missing = self._missing_pages()
+        result = (
+            build_import(requester=SYSTEM, approver=SYSTEM, files=missing, title="Demo corpus") if missing else None
+        )
         if not Figure.objects.filter(key="discount-ceiling").exists():
             figure_record(
                 actor=SYSTEM,
@@ -98,9 +109,10 @@ class Command(BaseCommand):
                 as_of=dt.date(2026, 9, 2),
                 source_key="gdrive/2026-01-15-northwind-msa",
             )
+        kept = len(self._pages()) - len(missing)
         self.stdout.write(
-            f"demo data: {created_people} member(s) created; pages {result.created} created, "
-            f"{result.updated} updated, {result.unchanged} unchanged"
+            f"demo data: {created_people} member(s) created; pages {result.created if result else 0} created, "
+            f"{kept} already there and left as they are"
         )
 
     def _people(self, password: str) -> int:
@@ -142,6 +154,13 @@ class Command(BaseCommand):
         for spec in SOURCES:
             if not Source.objects.filter(key=spec["key"]).exists():
                 source_create(actor=SYSTEM, captured_at=timezone.now(), **spec)
+
+    def _missing_pages(self) -> list[tuple[str, str]]:
+        """The demo pages with no page row at their path: one that exists — as seeded, edited and
+        approved since, or retired — is never touched."""
+        pages = self._pages()
+        present = set(Page.objects.filter(path__in=[path for path, _ in pages]).values_list("path", flat=True))
+        return [(path, text) for path, text in pages if path not in present]
 
     def _pages(self) -> list[tuple[str, str]]:
         return [
