@@ -12,9 +12,9 @@ from django.db import connection
 from brain.rows import columns, fetch_one, hydrate
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure
 from corpus.models import Page, Revision
-from corpus.selectors import frontmatter_as_seen_by
+from corpus.selectors import ReferenceFilter
 from grants.models import Member, Permission, Sensitivity
-from grants.predicates import effective_permission, effective_permissions
+from grants.predicates import effective_permissions
 from grants.principals import Principal, SystemPrincipal
 
 
@@ -84,6 +84,21 @@ def held_on(viewer: Principal | None, build: Build, objects: list[tuple[str, str
     return [known[item] for item in objects]
 
 
+def drafts_held(viewer: Principal | None, build: Build) -> tuple[list[int | None], list[int | None]]:
+    """``viewer``'s permission on each draft capture's scope and each draft figure's page, in
+    one predicate call (read fresh each time, as the promotion gate always did for these)."""
+    parts = build_parts(build)
+    held = effective_permissions(
+        viewer,
+        [(item.source.scope_path, item.source.category, int(item.source.sensitivity)) for item in parts.captures]
+        + [
+            (item.figure.page.path, item.figure.page.category, int(item.figure.page.sensitivity))
+            for item in parts.figures
+        ],
+    )
+    return held[: len(parts.captures)], held[len(parts.captures) :]
+
+
 def pages_at(build: Build) -> dict[str, Page]:
     """Every page row (live or retired, visible or not) at a path ``build`` touches, with its
     owner and current revision; read once per instance. Never shown as such: callers weigh
@@ -110,7 +125,6 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     leaves out the build's status (who *could* approve an open build once it is submitted).
     """
     from builds.services import builds_settings
-    from corpus.services import may_approve_live_page
 
     blockers: list[str] = []
     if build.status != Build.Status.AWAITING_REVIEW and not once_submitted:
@@ -133,28 +147,26 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     if not changes and not captures and not figures:
         blockers.append("the build has no changes")
     hidden = "the build changes pages you may not approve"  # never a path or a count
-    for capture in captures:
-        source = capture.source
-        held = effective_permission(
-            approver, path=source.scope_path, category=source.category, sensitivity=source.sensitivity
-        )
-        if held is None:
+    system = isinstance(approver, SystemPrincipal)
+    capture_held, figure_held = drafts_held(approver, build)
+    for capture, best in zip(captures, capture_held, strict=True):
+        if best is None:
             if hidden not in blockers:
                 blockers.append(hidden)
-        elif held < Permission.APPROVE:
-            blockers.append(f"capture:{source.key}: you do not hold approve on this capture")
-    for recorded in figures:
-        readable = (
-            isinstance(approver, SystemPrincipal)
-            or Page.objects.visible_to(approver, "read").filter(pk=recorded.figure.page_id).exists()
-        )
-        if not readable:
+        elif best < Permission.APPROVE:
+            blockers.append(f"capture:{capture.source.key}: you do not hold approve on this capture")
+    for recorded, best in zip(figures, figure_held, strict=True):
+        page = recorded.figure.page
+        live = page.current_revision_id is not None
+        if not system and (not live or best is None):  # a page they cannot read: never named
             if hidden not in blockers:
                 blockers.append(hidden)
-        elif not may_approve_live_page(approver, recorded.figure.page):
-            blockers.append(
-                f"{recorded.figure.page.path}: you may not approve figure {recorded.figure.key} on this page"
-            )
+        elif not system and not (  # may_approve_live_page, on the weighed row
+            best is not None
+            and best >= Permission.APPROVE
+            and (page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id))
+        ):
+            blockers.append(f"{page.path}: you may not approve figure {recorded.figure.key} on this page")
     blockers.extend(_change_blockers(approver, build, hidden=hidden, already=blockers))
     return blockers
 
@@ -530,13 +542,8 @@ def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[
     parts = build_parts(build)
     if viewer is None:
         return {"captures": [], "figures": []}
-    held = effective_permissions(
-        viewer,
-        [(item.source.scope_path, item.source.category, item.source.sensitivity) for item in parts.captures]
-        + [(item.figure.page.path, item.figure.page.category, item.figure.page.sensitivity) for item in parts.figures],
-    )
-    captures = [item.source for item, best in zip(parts.captures, held, strict=False) if best is not None]
-    figure_held = held[len(parts.captures) :]
+    capture_held, figure_held = drafts_held(viewer, build)
+    captures = [item.source for item, best in zip(parts.captures, capture_held, strict=True) if best is not None]
     figures = [
         item.figure
         for item, best in zip(parts.figures, figure_held, strict=True)
@@ -556,27 +563,20 @@ def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, obje
 
     from builds.review import change_pairs
 
+    pairs = change_pairs(build=build, viewer=viewer)
+    # Hidden references are filtered for every revision at once (two queries, not two per side).
+    references = ReferenceFilter(
+        viewer, [revision.frontmatter for pair in pairs for revision in (pair.old, pair.new) if revision is not None]
+    )
     result: list[dict[str, object]] = []
-    for pair in change_pairs(build=build, viewer=viewer):
+    for pair in pairs:
         new_revision = pair.new if pair.action != BuildChange.Action.DELETE else None
-        old = (
-            _as_lines(frontmatter_as_seen_by(pair.old.frontmatter, viewer), pair.old.body)
-            if pair.old is not None
-            else []
-        )
-        new = (
-            _as_lines(frontmatter_as_seen_by(new_revision.frontmatter, viewer), new_revision.body)
-            if new_revision is not None
-            else []
-        )
+        old = _as_lines(references.seen(pair.old.frontmatter), pair.old.body) if pair.old is not None else []
+        new = _as_lines(references.seen(new_revision.frontmatter), new_revision.body) if new_revision else []
         diff = list(
             difflib.unified_diff(old, new, fromfile=f"live/{pair.path}", tofile=f"draft/{pair.path}", lineterm="")
         )
-        sources = (
-            list(frontmatter_as_seen_by(new_revision.frontmatter, viewer).get("sources", []))
-            if new_revision is not None
-            else []
-        )
+        sources = list(references.seen(new_revision.frontmatter).get("sources", [])) if new_revision else []
         result.append(
             {"path": pair.path, "action": pair.action, "is_new": pair.old is None, "diff": diff, "sources": sources}
         )

@@ -30,6 +30,7 @@ from builds.selectors import (
 from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
 from corpus.diffs import line_diff
 from corpus.models import Page
+from corpus.views import page_unavailable
 from grants.models import Member
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
@@ -209,7 +210,7 @@ def page_history_view(request: HttpRequest, path: str) -> HttpResponse:
     try:
         page, entries = page_history(principal=member, path=path)
     except Page.DoesNotExist:
-        return render(request, "corpus/page_unavailable.html", {"path": request.path}, status=404)
+        return page_unavailable(request)
     compare = None
     chosen_from, chosen_to = request.GET.get("from", ""), request.GET.get("to", "")
     if chosen_from or chosen_to:

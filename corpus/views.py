@@ -75,7 +75,7 @@ def _without_title_heading(body: str, title: str) -> str:
     return body
 
 
-def _unavailable(request: HttpRequest) -> HttpResponse:
+def page_unavailable(request: HttpRequest) -> HttpResponse:
     """The answer for a page that is missing or that the reader may not read: the same for both."""
     return render(request, "corpus/page_unavailable.html", {"path": request.path}, status=404)
 
@@ -87,7 +87,7 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
     try:
         page = page_get_visible(principal=principal, path=path)
     except Page.DoesNotExist:
-        return _unavailable(request)
+        return page_unavailable(request)
     view = page_view_of(page, principal)
     links = page_links(principal=principal, page=page)
     # page_view_of lists only the captures this reader can open.

@@ -176,21 +176,7 @@ def effective_permission(
     Used for objects that may not exist yet (a page being imported). Returns None for
     no access; ``SYSTEM`` holds approve everywhere.
     """
-    from grants.models import Permission
-
-    if isinstance(principal, SystemPrincipal):
-        return int(Permission.APPROVE)
-    if principal is None:
-        return None
-    subject_sql, subject_params = subject_grants_sql(principal)
-    sql = f"""SELECT max(g.permission)
-                FROM (VALUES (%s::varchar, %s::varchar, %s::integer)) AS o(path, category, sensitivity)
-                JOIN grants_grant g ON g.id IN ({subject_sql}) AND {_reach_condition("o")}"""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (path, category, int(sensitivity), *subject_params))
-        row = cursor.fetchone()
-    best = row[0] if row else None
-    return int(best) if best is not None else None
+    return effective_permissions(principal, [(path, category, int(sensitivity))])[0]
 
 
 def members_holding(permission: int, *, path: str, category: str | None, sensitivity: int) -> set[int]:

@@ -13,7 +13,9 @@ from memory.services import memory_remember
 from tests.base import BrainTestCase, page_markdown, publish
 
 
-class QueryCountTests(BrainTestCase):
+class ReviewerTestCase(BrainTestCase):
+    """The personas, plus victor approving ``topics/`` and alice suggesting there."""
+
     @classmethod
     def setUpTestData(cls) -> None:
         super().setUpTestData()
@@ -21,6 +23,8 @@ class QueryCountTests(BrainTestCase):
         grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
         grant_issue(actor=SYSTEM, member=cls.alice, path="topics/", permission="suggest")
 
+
+class QueryCountTests(ReviewerTestCase):
     def grow(self, start: int, count: int) -> None:
         for index in range(start, start + count):
             publish(
@@ -73,14 +77,7 @@ class QueryCountTests(BrainTestCase):
                     assert response.status_code == 200, (url, response.status_code)
 
 
-class ReviewQueryCountTests(BrainTestCase):
-    @classmethod
-    def setUpTestData(cls) -> None:
-        super().setUpTestData()
-        cls.victor = member_create(actor=SYSTEM, username="victor", email="victor@example.com")
-        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
-        grant_issue(actor=SYSTEM, member=cls.alice, path="topics/", permission="suggest")
-
+class ReviewQueryCountTests(ReviewerTestCase):
     def review_queries(self, files: int) -> int:
         for index in range(files):
             publish(f"topics/r{files}/p{index}.md", title=f"P{index}", owner="victor")

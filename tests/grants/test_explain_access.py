@@ -7,38 +7,19 @@ import os
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
-from hypothesis.extra.django import TestCase
 
-from corpus.models import Page, Revision
 from grants.explain import explain_access
-from grants.models import Grant, Group, GroupMembership, Member, Permission, ServiceAccount
+from grants.models import Group, GroupMembership, Permission
 from grants.principals import SYSTEM
-from grants.services import grant_issue, member_create
+from grants.services import grant_issue
 from tests.base import DISCOUNT_POLICY, BrainTestCase, publish
-from tests.grants.test_predicate_property import reference_permission, worlds
+from tests.grants.test_predicate_property import WorldTestCase, reference_permission, worlds
 
 EXAMPLES = int(os.environ.get("BRAIN_EXPLAIN_EXAMPLES", "500"))
 
 
-class ExplainMatchesReferenceTests(TestCase):
-    @classmethod
-    def setUpTestData(cls) -> None:
-        cls.me = member_create(actor=SYSTEM, username="me")
-        cls.other = member_create(actor=SYSTEM, username="other")
-        cls.groups = {name: Group.objects.create(name=name) for name in ("g0", "g1", "g2")}
-        GroupMembership.objects.create(group=cls.groups["g0"], member=cls.other)
-        cls.svc = ServiceAccount.objects.create(name="svc")
-        cls.svc2 = ServiceAccount.objects.create(name="svc2")
-
-    def _subject(self, name: str) -> dict:
-        if name in ("me", "other"):
-            return {"member": self.me if name == "me" else self.other}
-        if name in self.groups:
-            return {"group": self.groups[name]}
-        return {"service_account": self.svc if name == "svc" else self.svc2}
-
+class ExplainMatchesReferenceTests(WorldTestCase):
     @settings(
         max_examples=EXAMPLES,
         deadline=None,
@@ -47,30 +28,7 @@ class ExplainMatchesReferenceTests(TestCase):
     )
     @given(world=worlds())
     def test_the_explained_permission_is_the_reference_one(self, world: dict) -> None:
-        Member.objects.filter(pk=self.me.pk).update(is_active=world["active"])
-        ServiceAccount.objects.filter(pk=self.svc.pk).update(is_active=world["active"])
-        principal = Member.objects.select_related("user").get(pk=self.me.pk) if world["principal"] == "member" else (
-            ServiceAccount.objects.get(pk=self.svc.pk)
-        )  # fmt: skip
-        GroupMembership.objects.bulk_create(
-            [GroupMembership(group=self.groups[name], member=self.me) for name in world["my_groups"]]
-        )
-        Grant.objects.bulk_create(
-            [
-                Grant(path=g.path, category=g.category, permission=g.permission, **self._subject(g.subject))
-                for g in world["grants"]
-            ]
-        )
-        revisions = Revision.objects.bulk_create(
-            [Revision(path=p.path, frontmatter={}, body="x", sha256="0" * 64) for p in world["pages"]]
-        )
-        Page.objects.bulk_create(
-            [
-                Page(path=p.path, current_revision=revision, title=p.path, type="topic", owner=self.other,
-                     status="approved", category=p.category, sensitivity=p.sensitivity, as_of=timezone.now().date())
-                for p, revision in zip(world["pages"], revisions, strict=True)
-            ]
-        )  # fmt: skip
+        principal = self.load_world(world)
         for page in world["pages"]:
             expected = reference_permission(world, page)
             result = explain_access(principal, page.path)

@@ -110,7 +110,11 @@ def reference_permission(world: dict, page: PageSpec) -> int | None:
     return best
 
 
-class PredicatePropertyTests(TestCase):
+class WorldTestCase(TestCase):
+    """Fixed people (me, other, three groups, two service accounts) and ``load_world``, which
+    writes a generated world's grants, memberships and pages. Shared by the predicate and the
+    explain-access property tests."""
+
     @classmethod
     def setUpTestData(cls) -> None:
         cls.me = member_create(actor=SYSTEM, username="me")
@@ -129,15 +133,8 @@ class PredicatePropertyTests(TestCase):
             return {"group": self.groups[name]}
         return {"service_account": self.svc if name == "svc" else self.svc2}
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        derandomize=True,
-    )
-    @given(world=worlds())
-    def test_sql_predicate_matches_reference(self, world: dict) -> None:
-        principal = self.me if world["principal"] == "member" else self.svc
+    def load_world(self, world: dict) -> Member | ServiceAccount:
+        """Write ``world`` and return its principal (re-read, so its active flag is current)."""
         Member.objects.filter(pk=self.me.pk).update(is_active=world["active"])
         ServiceAccount.objects.filter(pk=self.svc.pk).update(is_active=world["active"])
         GroupMembership.objects.bulk_create(
@@ -168,6 +165,21 @@ class PredicatePropertyTests(TestCase):
                 for p, revision in zip(world["pages"], revisions, strict=True)
             ]
         )
+        if world["principal"] == "member":
+            return Member.objects.select_related("user").get(pk=self.me.pk)
+        return ServiceAccount.objects.get(pk=self.svc.pk)
+
+
+class PredicatePropertyTests(WorldTestCase):
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=True,
+    )
+    @given(world=worlds())
+    def test_sql_predicate_matches_reference(self, world: dict) -> None:
+        principal = self.load_world(world)
         expected = {p.path: reference_permission(world, p) for p in world["pages"]}
         for level, name in ((1, "read"), (2, "suggest"), (3, "approve")):
             got = set(Page.objects.visible_to(principal, name).values_list("path", flat=True))
