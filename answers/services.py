@@ -344,3 +344,13 @@ def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_sec
         if question.status in TERMINAL or time.monotonic() >= deadline:
             return question
         time.sleep(0.25)
+
+
+def question_credentials_revoke_all(*, member: Member) -> int:
+    """Revoke every live question credential held by ``member`` (suspension); returns how many.
+
+    Runs inside the caller's transaction; the caller (``accounts.services``) audits.
+    """
+    from answers.models import QuestionCredential
+
+    return QuestionCredential.objects.filter(member=member, revoked_at__isnull=True).update(revoked_at=timezone.now())

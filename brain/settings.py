@@ -88,6 +88,8 @@ INSTALLED_APPS = [
     "oauth",
     "ingest",
     "integrations",
+    # Last: people coming and going orchestrates the apps above (invitations, sessions, SSO).
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -102,6 +104,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Keeps the register of signed-in sessions fresh (a write at most every five minutes).
+    "accounts.sessions.SessionActivityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a lockout raised during sign-in into its 429 page.
@@ -240,6 +244,43 @@ AXES_VERBOSE = False
 BRAIN_TRUSTED_PROXY_COUNT = env_int("BRAIN_TRUSTED_PROXY_COUNT", 0, minimum=0, maximum=10)
 AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_ip"
 LOGIN_URL = "/login/"
+# An invitation link works once and expires after this many hours.
+BRAIN_INVITATION_HOURS = env_int("BRAIN_INVITATION_HOURS", 72, minimum=1, maximum=24 * 30)
+
+# Optional single sign-on through OpenID Connect (mozilla-django-oidc). Off unless a client id
+# is set; then every endpoint must be given (no discovery at start-up: the web process never
+# waits on the identity provider to boot). Local passwords keep working beside it. SSO signs in
+# existing active members only, matched by verified email (see docs/operations.md).
+OIDC_RP_CLIENT_ID = env_str("BRAIN_OIDC_CLIENT_ID") or ""
+BRAIN_OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+BRAIN_OIDC_LABEL = env_str("BRAIN_OIDC_LABEL") or "Sign in with single sign-on"
+if BRAIN_OIDC_ENABLED:
+    OIDC_RP_CLIENT_SECRET = env_secret("BRAIN_OIDC_CLIENT_SECRET") or ""
+    OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("BRAIN_OIDC_AUTHORIZATION_ENDPOINT") or ""
+    OIDC_OP_TOKEN_ENDPOINT = env_str("BRAIN_OIDC_TOKEN_ENDPOINT") or ""
+    OIDC_OP_USER_ENDPOINT = env_str("BRAIN_OIDC_USERINFO_ENDPOINT") or ""
+    OIDC_OP_JWKS_ENDPOINT = env_str("BRAIN_OIDC_JWKS_ENDPOINT") or ""
+    _missing = [
+        name
+        for name, value in (
+            ("BRAIN_OIDC_CLIENT_SECRET", OIDC_RP_CLIENT_SECRET),
+            ("BRAIN_OIDC_AUTHORIZATION_ENDPOINT", OIDC_OP_AUTHORIZATION_ENDPOINT),
+            ("BRAIN_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
+            ("BRAIN_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
+            ("BRAIN_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT),
+        )
+        if not value
+    ]
+    if _missing:
+        raise ConfigurationError(f"BRAIN_OIDC_CLIENT_ID is set, so these are required too: {', '.join(_missing)}")
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "accounts.oidc.MemberOIDCBackend"]
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email"
+OIDC_USE_NONCE = True
+OIDC_USE_PKCE = True
+OIDC_CREATE_USER = False  # an identity provider account is not a member: invite people first
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
+OIDC_AUTHENTICATION_CALLBACK_URL = "accounts:oidc-callback"
 LOGIN_REDIRECT_URL = "/"  # home: what needs you
 LOGOUT_REDIRECT_URL = "/login/"
 SESSION_COOKIE_HTTPONLY = True

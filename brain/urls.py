@@ -6,13 +6,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from accounts.views import SignInView
 from brain.health import healthz
 from brain.views import home
 
 urlpatterns = [
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
+    path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("builds.urls")),  # before corpus: a page's /history route is the builds app's
@@ -24,6 +25,7 @@ urlpatterns = [
     path("", include("ingest.urls")),
     path("", include("integrations.urls")),
     path("", include("answers.urls")),
+    path("", include("accounts.urls")),
 ]
 
 handler400 = "brain.errors.bad_request"

@@ -446,6 +446,42 @@ def build_cancel(*, actor: Principal, build: Build) -> Build:
     return locked
 
 
+def builds_hand_over(*, actor: Principal, member: Member, to: Member | None) -> tuple[int, int]:
+    """End ``member``'s hold on their unfinished builds when they are suspended or leave.
+
+    Administrators only. With ``to=None`` every open or awaiting-review build requested by
+    ``member`` is cancelled; otherwise it is reassigned to ``to`` (an active member), who
+    carries it on. Either way every credential of those builds is revoked at once: an agent
+    holding one stops on its next call, and the new requester issues a fresh one. Returns
+    ``(cancelled, reassigned)``; each build is audited.
+    """
+    from grants.services import require_administrator
+
+    require_administrator(actor)
+    if to is not None and (to.pk == member.pk or not (to.is_active and to.user.is_active)):
+        raise ValidationError({"reassign_to": "reassign to another active member"})
+    cancelled = reassigned = 0
+    with transaction.atomic():
+        unfinished = Build.objects.select_for_update().filter(
+            requester=member, status__in=[Build.Status.OPEN, Build.Status.AWAITING_REVIEW]
+        )
+        for build in unfinished.order_by("pk"):
+            if to is None:
+                _finish(build, Build.Status.CANCELLED)
+                cancelled += 1
+                audit_record(actor=actor, action="build.cancel", target_type="build", target=str(build.public_id),
+                             metadata={"reason": f"requester {member.username} suspended"})  # fmt: skip
+                continue
+            build.requester = to
+            build.save(update_fields=["requester", "updated_at"])
+            build.participants.add(to)
+            BuildCredential.objects.filter(build=build, revoked_at__isnull=True).update(revoked_at=timezone.now())
+            reassigned += 1
+            audit_record(actor=actor, action="build.reassign", target_type="build", target=str(build.public_id),
+                         metadata={"from": member.username, "to": to.username})  # fmt: skip
+    return cancelled, reassigned
+
+
 # --------------------------------------------------------------------------- import
 
 

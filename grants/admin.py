@@ -213,7 +213,7 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
                 actor=admin_actor(request),
                 member=obj,
                 role=data["role"],
-                is_active=data["is_active"],
+                is_active=data.get("is_active", obj.is_active),
                 slack_user_id=data.get("slack_user_id"),
             )
             return

@@ -68,10 +68,18 @@ class Member(models.Model):
     is_active = models.BooleanField(default=True)
     slack_user_id = models.CharField(max_length=32, blank=True, null=True, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when the person left (accounts.services.member_offboard): their personal layer is gone,
+    # what they shared stays, shown as written by a former member. An offboarded member is inactive.
+    offboarded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["user__username"]
-        constraints = [models.CheckConstraint(condition=Q(role__in=["owner", "admin", "member"]), name="member_role")]
+        constraints = [
+            models.CheckConstraint(condition=Q(role__in=["owner", "admin", "member"]), name="member_role"),
+            models.CheckConstraint(
+                condition=Q(offboarded_at__isnull=True) | Q(is_active=False), name="member_offboarded_inactive"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.username
@@ -79,6 +87,11 @@ class Member(models.Model):
     @property
     def username(self) -> str:
         return str(self.user.get_username())
+
+    @property
+    def display_name(self) -> str:
+        """How the member is named beside what they wrote: a person who left is a former member."""
+        return f"{self.username} (former member)" if self.offboarded_at else self.username
 
     @property
     def is_administrator(self) -> bool:

@@ -64,7 +64,7 @@ class MemoryOut(Out):
 def _out(memory: Memory) -> MemoryOut:
     return MemoryOut(
         id=str(memory.pk), content=memory.content, tags=memory.wire_tags, workspace=memory.workspace,
-        author=memory.author.username, status=memory.status, importance=memory.importance, kind=memory.kind,
+        author=memory.author.display_name, status=memory.status, importance=memory.importance, kind=memory.kind,
         volatility=memory.volatility, source=memory.source, created_at=memory.created_at.isoformat(),
         updated_at=memory.updated_at.isoformat(),
     )  # fmt: skip

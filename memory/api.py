@@ -13,7 +13,7 @@ import base64
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
@@ -132,11 +132,20 @@ def _when(value: Any, name: str) -> dt.datetime | None:
 def serialise(memory: Memory) -> dict[str, Any]:
     return {
         "id": str(memory.pk), "content": memory.content, "tags": memory.wire_tags, "workspace": memory.workspace,
-        "author": memory.author.username, "status": memory.status, "importance": memory.importance,
+        "author": memory.author.display_name, "status": memory.status, "importance": memory.importance,
         "kind": memory.kind, "volatility": memory.volatility, "source": memory.source,
         "recall_count": memory.recall_count, "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
     }  # fmt: skip
+
+
+def export_lines(member: Member, *, workspace: str | None = None) -> Iterator[str]:
+    """``member``'s own memories (one layer, or both), oldest first, one JSON line each."""
+    own = Memory.objects.filter(author=member).select_related("author__user").order_by("created_at", "id")
+    if workspace is not None:
+        own = own.filter(workspace=workspace)
+    for memory in own.iterator():
+        yield json.dumps(serialise(memory), ensure_ascii=False) + "\n"
 
 
 # --------------------------------------------------------------------------- endpoints

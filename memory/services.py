@@ -514,3 +514,47 @@ def api_token_member(raw: str) -> Member | None:
         return None
     MemoryApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
     return row.member
+
+
+# --------------------------------------------------------------------------- people leaving
+
+
+def api_tokens_revoke_all(*, member: Member) -> int:
+    """Revoke every live personal token of ``member`` (suspension); returns how many.
+
+    Called inside the caller's transaction by ``accounts.services``; a revoked token never
+    works again, even after the member is reactivated.
+    """
+    from memory.models import MemoryApiToken
+
+    return MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def personal_layer_delete(*, member: Member) -> int:
+    """Delete ``member``'s whole personal layer when they leave; returns how many memories went.
+
+    Their memories in the personal layer (with their links), their tokens, their memory
+    settings and their personal capsule revision are deleted. What they shared stays in the
+    company layer. The append-only event history keeps one ``deleted`` event per memory, as
+    a forget does (events never hold content).
+    """
+    from memory.models import MemoryApiToken, PromptCapsuleRevision
+
+    with transaction.atomic():
+        personal = Memory.objects.filter(author=member, workspace=Workspace.PERSONAL)
+        ids = list(personal.values_list("pk", flat=True))
+        MemoryEvent.objects.bulk_create(
+            MemoryEvent(memory_id=pk, actor=member, action=MemoryEvent.Action.DELETED, workspace=Workspace.PERSONAL,
+                        metadata={"reason": "offboarded"})
+            for pk in ids
+        )  # fmt: skip
+        personal.delete()
+        MemoryApiToken.objects.filter(member=member).delete()
+        MemoryPreference.objects.filter(member=member).delete()
+        PromptCapsuleRevision.objects.filter(layer=f"personal:{member.pk}").delete()
+    return len(ids)
+
+
+def personal_layer_count(member: Member) -> int:
+    """How many memories ``member`` holds in their personal layer."""
+    return Memory.objects.filter(author=member, workspace=Workspace.PERSONAL).count()

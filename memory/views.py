@@ -6,7 +6,6 @@ as a missing one, and a refused change says which rule refused it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -161,10 +160,9 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
 @member_view
 def export(request: HttpRequest, member: Member) -> HttpResponseBase:
     """Everything the member wrote (both layers), as a JSON-lines download."""
-    from memory.api import serialise
+    from memory.api import export_lines
 
-    own = Memory.objects.filter(author=member).select_related("author__user").order_by("created_at")
-    body = "".join(json.dumps(serialise(memory), ensure_ascii=False) + "\n" for memory in own.iterator())
+    body = "".join(export_lines(member))
     response = HttpResponse(body, content_type="application/x-ndjson")
     response["Content-Disposition"] = 'attachment; filename="brain-memories.jsonl"'
     return response

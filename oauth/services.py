@@ -78,3 +78,22 @@ def application_remove(*, actor: Principal, application_id: int) -> int:
         audit_record(actor=actor, action="oauth.client_remove", target_type="oauth_app", target=label,
                      metadata={"tokens": revoked})  # fmt: skip
         return revoked
+
+
+def tokens_revoke_all(*, member: Member) -> int:
+    """Revoke every OAuth token ``member`` granted to any app, and drop their pending codes.
+
+    Suspension's part of OAuth: each app's next request with any of the member's tokens
+    fails, and refresh tokens stay as revoked tombstones so a replay is recognised. Runs
+    inside the caller's transaction; returns how many tokens were revoked.
+    """
+    user = member.user
+    revoked = 0
+    for access_token in AccessToken.objects.filter(user=user):
+        revoke_access_token(access_token)
+        revoked += 1
+    for refresh_token in RefreshToken.objects.filter(user=user, revoked__isnull=True):
+        refresh_token.revoke()
+        revoked += 1
+    Grant.objects.filter(user=user).delete()
+    return revoked

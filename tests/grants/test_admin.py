@@ -111,11 +111,13 @@ class MemberAddTests(BrainTestCase):
 
     def test_member_change_keeps_working(self) -> None:
         response = self.client.post(
-            f"/admin/grants/member/{self.bob.pk}/change/", {"role": "member", "is_active": "", "slack_user_id": ""}
+            f"/admin/grants/member/{self.bob.pk}/change/", {"role": "admin", "is_active": "", "slack_user_id": ""}
         )
         assert response.status_code == 302
         self.bob.refresh_from_db()
-        assert not self.bob.is_active
+        assert self.bob.role == "admin"
+        # Active is not a field any more: suspension (which revokes credentials) is its own action.
+        assert self.bob.is_active
 
 
 class PasswordSetByAdministratorTests(BrainTestCase):

@@ -1,0 +1,66 @@
+"""Optional single sign-on through OpenID Connect, on mozilla-django-oidc.
+
+An identity-provider account is not a member: SSO signs in an existing, active member whose
+email matches the provider's verified email claim, exactly one of them. Anyone else gets
+the sign-in page with "single sign-on did not match a member" — the provider's people are
+invited first, as with passwords. The views answer 404 while SSO is not configured.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
+
+from grants.backends import MemberBackend
+
+logger = logging.getLogger(__name__)
+
+
+class MemberOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
+    """Signs in the one active member whose email the provider has verified."""
+
+    def verify_claims(self, claims: dict[str, Any]) -> bool:
+        email = claims.get("email")
+        # A provider that states the address is unverified is not trusted with it.
+        return bool(email) and claims.get("email_verified", True) is True
+
+    def filter_users_by_claims(self, claims: dict[str, Any]) -> QuerySet[Any]:
+        User = get_user_model()
+        email = str(claims.get("email") or "")
+        users = User.objects.filter(email__iexact=email, is_active=True, member__is_active=True)
+        if users.count() != 1:
+            # None, or several members sharing one address: refuse rather than guess who.
+            logger.warning("single sign-on: %s active members match the provider's email", users.count())
+            return User.objects.none()
+        return users
+
+    def get_user(self, user_id: Any) -> Any:
+        # The session names this backend from now on: apply the same rule as password sessions
+        # (an inactive, e.g. suspended, user is signed out on their next request).
+        return MemberBackend().get_user(user_id)
+
+
+def _enabled() -> None:
+    if not settings.BRAIN_OIDC_ENABLED:
+        raise Http404("single sign-on is not configured")
+
+
+def sign_in(request: HttpRequest) -> HttpResponse:
+    """Start single sign-on: redirect to the provider with state, nonce and a PKCE challenge."""
+    _enabled()
+    response: HttpResponse = OIDCAuthenticationRequestView.as_view()(request)
+    return response
+
+
+def callback(request: HttpRequest) -> HttpResponse:
+    """The provider's redirect back: exchange the code, verify the ID token, sign the member in."""
+    _enabled()
+    response: HttpResponse = OIDCAuthenticationCallbackView.as_view()(request)
+    return response

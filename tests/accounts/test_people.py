@@ -1,0 +1,401 @@
+"""People come and go: invitations, suspension (every credential kind), reactivation, offboarding.
+
+Each credential kind is used once before the suspension (it works) and once after (it is
+refused), through the real endpoints; the admin views are driven through Django's admin.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import secrets as stdlib_secrets
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
+from django.core import mail
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.test import Client
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application, RefreshToken, set_token_value
+
+from accounts.models import Invitation, SignedInSession
+from accounts.services import member_offboard, member_reactivate, member_suspend
+from answers.services import question_credential_issue
+from builds.models import Build, BuildCredential
+from builds.services import build_credential_issue, build_open
+from grants.models import AuditEvent, Member
+from grants.principals import SYSTEM
+from memory.models import Memory, MemoryApiToken, MemoryPreference, Workspace
+from memory.services import api_token_issue, memory_remember
+from tests.base import BrainTestCase, publish
+
+MCP_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+
+
+def signed_in(username: str, password: str) -> Client:
+    """A browser that signed in through the real sign-in form (so the sign-in signal runs)."""
+    browser = Client()
+    response = browser.post("/login/", {"username": username, "password": password})
+    assert response.status_code == 302, response.content[:300]
+    return browser
+
+
+def is_signed_in(browser: Client) -> bool:
+    response = browser.get("/account/security/")
+    return response.status_code == 200
+
+
+class SuspensionTests(BrainTestCase):
+    """Suspend revokes every credential kind, one test per kind; reactivation restores content only."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        cls.app = Application.objects.create(
+            name="Agent", client_type="public", authorization_grant_type="authorization-code",
+            redirect_uris="https://agent.example/cb",
+        )  # fmt: skip
+
+    def suspend(self, **kwargs: Any) -> Any:
+        return member_suspend(actor=self.charlie, member=self.bob, **kwargs)
+
+    def mcp(self, token: str, path: str = "/api/mcp") -> int:
+        return self.client.post(
+            path, data=MCP_LIST, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+        ).status_code
+
+    def test_every_session_ends(self) -> None:
+        laptop = signed_in("bob", "pw-bob-12345")
+        phone = signed_in("bob", "pw-bob-12345")
+        assert is_signed_in(laptop)
+        assert is_signed_in(phone)
+        assert SignedInSession.objects.filter(user=self.bob.user).count() == 2
+        ended = self.suspend()
+        assert ended.sessions == 2
+        assert not is_signed_in(laptop)
+        assert not is_signed_in(phone)
+        assert not SignedInSession.objects.filter(user=self.bob.user).exists()
+        # And the password no longer signs in.
+        assert Client().post("/login/", {"username": "bob", "password": "pw-bob-12345"}).status_code == 200
+
+    def test_a_session_the_register_missed_still_ends(self) -> None:
+        """Belt and braces: a session from before the register existed is refused by the backend."""
+        browser = Client()
+        browser.force_login(self.bob.user)
+        SignedInSession.objects.filter(user=self.bob.user).delete()
+        assert is_signed_in(browser)
+        self.suspend()
+        assert not is_signed_in(browser)
+
+    def test_oauth_tokens_stop(self) -> None:
+        raw, refresh = stdlib_secrets.token_urlsafe(32), stdlib_secrets.token_urlsafe(32)
+        access = AccessToken(
+            user=self.bob.user, application=self.app, scope="memory corpus:read",
+            resource=[f"{settings.BRAIN_BASE_URL}/api/mcp"], expires=timezone.now() + dt.timedelta(hours=1),
+        )  # fmt: skip
+        set_token_value(access, raw)
+        access.save()
+        RefreshToken.objects.create(user=self.bob.user, application=self.app, token=refresh, access_token=access)
+        assert self.mcp(raw) == 200
+        ended = self.suspend()
+        assert ended.oauth_tokens >= 1  # the access token (its refresh token is revoked with it)
+        assert self.mcp(raw) == 401
+        assert RefreshToken.objects.get(token=refresh).revoked is not None
+
+    def test_personal_tokens_stop(self) -> None:
+        _, raw = api_token_issue(actor=self.bob, name="laptop")
+        bearer = f"Bearer {raw}"
+        assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=bearer).status_code == 200
+        assert self.suspend().personal_tokens == 1
+        assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=bearer).status_code == 401
+
+    def test_question_credentials_stop(self) -> None:
+        _, raw = question_credential_issue(actor=SYSTEM, name="bot", member=self.bob)
+        assert self.mcp(raw) == 200
+        assert self.suspend().question_credentials == 1
+        assert self.mcp(raw) == 401
+
+    def test_build_credentials_stop_and_open_builds_are_cancelled(self) -> None:
+        build = build_open(actor=self.bob, title="Bob's edits")
+        _, raw = build_credential_issue(actor=self.bob, build=build)
+        assert self.mcp(raw, "/api/build/mcp") == 200
+        ended = self.suspend()
+        assert (ended.builds_cancelled, ended.builds_reassigned) == (1, 0)
+        assert self.mcp(raw, "/api/build/mcp") == 401
+        build.refresh_from_db()
+        assert build.status == Build.Status.CANCELLED
+
+    def test_open_builds_can_be_reassigned_instead(self) -> None:
+        build = build_open(actor=self.bob, title="Bob's edits")
+        _, raw = build_credential_issue(actor=self.bob, build=build)
+        ended = self.suspend(reassign_to=self.alice)
+        assert (ended.builds_cancelled, ended.builds_reassigned) == (0, 1)
+        build.refresh_from_db()
+        assert build.status == Build.Status.OPEN
+        assert build.requester_id == self.alice.pk
+        # The agent holding Bob's credential stops; Alice issues a fresh one to carry on.
+        assert self.mcp(raw, "/api/build/mcp") == 401
+        _, fresh = build_credential_issue(actor=self.alice, build=build)
+        assert self.mcp(fresh, "/api/build/mcp") == 200
+        assert AuditEvent.objects.filter(action="build.reassign", target=str(build.public_id)).exists()
+
+    def test_reactivation_restores_content_but_not_credentials(self) -> None:
+        publish("topics/handbook.md", title="Handbook")
+        _, raw = api_token_issue(actor=self.bob, name="laptop")
+        self.suspend()
+        member_reactivate(actor=self.charlie, member=self.bob)
+        browser = signed_in("bob", "pw-bob-12345")
+        assert browser.get("/pages/topics/handbook.md").status_code == 200
+        assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
+        assert MemoryApiToken.objects.get(member=self.bob).revoked_at is not None
+        actions = list(AuditEvent.objects.filter(target="bob").values_list("action", flat=True))
+        assert "member.suspend" in actions
+        assert "member.reactivate" in actions
+
+    def test_an_administrator_cannot_suspend_themselves_or_the_last_owner(self) -> None:
+        with pytest.raises(ValidationError, match="yourself"):
+            member_suspend(actor=self.charlie, member=self.charlie)
+        owner = Member.objects.create(user=type(self.bob.user).objects.create(username="olga"), role="owner")
+        with pytest.raises(ValidationError, match="last active owner"):
+            member_suspend(actor=self.charlie, member=owner)
+
+    def test_a_plain_member_cannot_suspend_anyone(self) -> None:
+        with pytest.raises(PermissionDenied):
+            member_suspend(actor=self.alice, member=self.bob)
+        assert Member.objects.get(pk=self.bob.pk).is_active
+
+
+class OffboardingTests(BrainTestCase):
+    def test_personal_layer_goes_shared_stays_and_the_export_is_mailed_first(self) -> None:
+        private = memory_remember(actor=self.bob, content="My salary review is in March.", workspace="personal")
+        shared = memory_remember(actor=self.bob, content="The deploy window is Tuesday 10:00.", workspace="company")
+        api_token_issue(actor=self.bob, name="laptop")
+        MemoryPreference.objects.create(member=self.bob, default_workspace=Workspace.COMPANY)
+        publish("topics/owned-by-bob.md", owner="bob", title="Bob's page")
+
+        done = member_offboard(actor=self.charlie, member=self.bob, send_export=True)
+
+        assert done.memories_deleted == 1
+        assert done.owned_pages == ["topics/owned-by-bob.md"]
+        assert not Memory.objects.filter(author=self.bob, workspace=Workspace.PERSONAL).exists()
+        assert not MemoryApiToken.objects.filter(member=self.bob).exists()
+        assert not MemoryPreference.objects.filter(member=self.bob).exists()
+        assert Memory.objects.filter(pk=shared.memory.pk).exists()
+        # The export went to Bob's own address before the deletion, with his personal memory in it.
+        (message,) = [m for m in mail.outbox if m.to == ["bob@example.com"]]
+        (name, body, _type) = message.attachments[0]
+        assert name == "brain-personal-memories.jsonl"
+        lines = [json.loads(line) for line in body.decode().splitlines()]
+        assert [line["content"] for line in lines] == [private.memory.content]
+        # What he shared is shown as written by a former member.
+        alice = signed_in("alice", "pw-alice-123")
+        assert "bob (former member)" in alice.get(f"/memory/{shared.memory.pk}/").content.decode()
+        _, alices_token = api_token_issue(actor=self.alice, name="cli")
+        listed = self.client.get("/api/memory/entries", HTTP_AUTHORIZATION=f"Bearer {alices_token}").json()
+        authors = {entry["id"]: entry["author"] for entry in listed["memories"]}
+        assert authors[str(shared.memory.pk)] == "bob (former member)"
+        bob = Member.objects.get(pk=self.bob.pk)
+        assert bob.offboarded_at is not None
+        assert not bob.is_active
+        assert not bob.user.is_active
+        event = AuditEvent.objects.get(action="member.offboard", target="bob")
+        assert event.metadata["memories_deleted"] == 1
+        assert event.metadata["owned_pages"] == 1
+        assert "salary" not in json.dumps(event.metadata)
+
+    def test_a_failed_export_mail_deletes_nothing(self) -> None:
+        memory_remember(actor=self.bob, content="Keep this.", workspace="personal")
+        # The mail server is across a network we do not own: a refusal is simulated.
+        with (
+            mock.patch("django.core.mail.EmailMessage.send", side_effect=OSError("mail server down")),
+            pytest.raises(ValidationError, match="could not be emailed"),
+        ):
+            member_offboard(actor=self.charlie, member=self.bob, send_export=True)
+        assert Memory.objects.filter(author=self.bob, workspace=Workspace.PERSONAL).count() == 1
+        bob = Member.objects.get(pk=self.bob.pk)
+        assert bob.is_active
+        assert bob.offboarded_at is None
+
+    def test_an_offboarded_member_cannot_be_reactivated(self) -> None:
+        member_offboard(actor=self.charlie, member=self.bob, send_export=False)
+        with pytest.raises(ValidationError, match="offboarded"):
+            member_reactivate(actor=self.charlie, member=self.bob)
+
+
+class InvitationTests(BrainTestCase):
+    def setUp(self) -> None:
+        self.admin = Client()
+        self.admin.force_login(self.charlie.user)
+
+    def invite(self, username: str = "dana", email: str = "dana@example.com") -> Any:
+        return self.admin.post("/admin/grants/member/invite/", {"username": username, "email": email, "role": "member"})
+
+    def link(self) -> str:
+        body = mail.outbox[-1].body
+        found = re.search(r"https?://\S+/invite/(inv_\S+)", str(body))
+        assert found, body
+        return f"/invite/{found.group(1)}"
+
+    def test_the_link_sets_a_password_once(self) -> None:
+        response = self.invite()
+        assert response.status_code == 302, response.content.decode()[:800]
+        assert mail.outbox[-1].to == ["dana@example.com"]
+        link = self.link()
+        person = Client()
+        moved = person.get(link)
+        assert moved.status_code == 302
+        assert moved["Location"] == "/invite/accept"
+        form = person.get("/invite/accept")
+        assert form.status_code == 200
+        assert b"Welcome, dana" in form.content
+        assert b"inv_" not in form.content  # the token left the address bar and the page
+        done = person.post(
+            "/invite/accept", {"new_password1": "river stone 42 lamp", "new_password2": "river stone 42 lamp"}
+        )
+        assert done.status_code == 302
+        assert done["Location"] == "/"
+        assert is_signed_in(person)
+        assert signed_in("dana", "river stone 42 lamp")
+        # Used: the same link again is refused, in a fresh browser too.
+        again = Client()
+        again.get(link)
+        assert again.get("/invite/accept").status_code == 410
+        assert AuditEvent.objects.filter(action="member.invite_accepted", target="dana").exists()
+
+    def test_the_link_expires(self) -> None:
+        self.invite()
+        Invitation.objects.update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+        person = Client()
+        person.get(self.link())
+        assert person.get("/invite/accept").status_code == 410
+        assert person.post("/invite/accept", {"new_password1": "x" * 20, "new_password2": "x" * 20}).status_code == 410
+        assert not Member.objects.get(user__username="dana").user.has_usable_password()
+
+    def test_a_weak_password_is_a_form_error_and_the_link_stays_usable(self) -> None:
+        self.invite()
+        person = Client()
+        person.get(self.link())
+        weak = person.post("/invite/accept", {"new_password1": "dana", "new_password2": "dana"})
+        assert weak.status_code == 200
+        assert b"error" in weak.content
+        assert Invitation.objects.get().state == "pending"
+
+    def test_a_new_invitation_withdraws_the_old_link(self) -> None:
+        self.invite()
+        first = self.link()
+        dana = Member.objects.get(user__username="dana")
+        assert self.admin.post(f"/admin/grants/member/{dana.pk}/invite/").status_code == 302
+        second = self.link()
+        assert first != second
+        person = Client()
+        person.get(first)
+        assert person.get("/invite/accept").status_code == 410
+        person.get(second)
+        assert person.get("/invite/accept").status_code == 200
+
+    def test_a_taken_username_or_blank_email_is_a_form_error_and_no_mail_is_sent(self) -> None:
+        for username, email, problem in (("bob", "x@example.com", b"already exists"), ("erik", "", b"required")):
+            response = self.invite(username, email)
+            assert response.status_code == 200
+            assert problem in response.content, response.content.decode()[:2000]
+        assert mail.outbox == []
+
+    def test_an_unknown_or_malformed_link_is_410(self) -> None:
+        for token in ("inv_nope", "something-else", "inv_" + "a" * 43):
+            person = Client()
+            person.get(f"/invite/{token}")
+            assert person.get("/invite/accept").status_code == 410
+
+
+class AdminLifecycleTests(BrainTestCase):
+    def setUp(self) -> None:
+        self.admin = Client()
+        self.admin.force_login(self.charlie.user)
+
+    def test_member_page_shows_status_groups_apps_and_actions(self) -> None:
+        page = self.admin.get(f"/admin/grants/member/{self.bob.pk}/change/").content.decode()
+        for text in ("Status", "active", "Suspend", "Offboard", "Groups", "Connected apps", "Signed-in sessions"):
+            assert text in page, text
+
+    def test_suspend_from_the_admin_with_a_reassignment(self) -> None:
+        build = build_open(actor=self.bob, title="Bob's edits")
+        url = f"/admin/grants/member/{self.bob.pk}/suspend/"
+        form = self.admin.get(url)
+        assert form.status_code == 200
+        assert b"Open builds they requested: 1" in form.content
+        missing = self.admin.post(url, {"builds": "reassign"})
+        assert missing.status_code == 200
+        assert b"Choose who carries their builds on" in missing.content
+        done = self.admin.post(url, {"builds": "reassign", "reassign_to": self.alice.pk})
+        assert done.status_code == 302
+        build.refresh_from_db()
+        assert build.requester_id == self.alice.pk
+        assert not Member.objects.get(pk=self.bob.pk).is_active
+        assert b"suspended" in self.admin.get(f"/admin/grants/member/{self.bob.pk}/change/").content
+        assert self.admin.post(f"/admin/grants/member/{self.bob.pk}/reactivate/").status_code == 302
+        assert Member.objects.get(pk=self.bob.pk).is_active
+
+    def test_offboard_from_the_admin_needs_the_confirmation(self) -> None:
+        memory_remember(actor=self.bob, content="Private note.", workspace="personal")
+        url = f"/admin/grants/member/{self.bob.pk}/offboard/"
+        page = self.admin.get(url)
+        assert b"Memories in their personal layer: 1" in page.content
+        unconfirmed = self.admin.post(url, {"builds": "cancel", "send_export": "on"})
+        assert unconfirmed.status_code == 200
+        assert b"Tick this box" in unconfirmed.content
+        assert Memory.objects.filter(author=self.bob).count() == 1
+        done = self.admin.post(url, {"builds": "cancel", "send_export": "on", "confirm": "on"})
+        assert done.status_code == 302
+        assert not Memory.objects.filter(author=self.bob).exists()
+
+    def test_lifecycle_views_are_for_administrators_only(self) -> None:
+        member = Client()
+        member.force_login(self.alice.user)
+        for url in (
+            "/admin/grants/member/invite/",
+            f"/admin/grants/member/{self.bob.pk}/suspend/",
+            f"/admin/grants/member/{self.bob.pk}/offboard/",
+        ):
+            assert member.post(url, {"builds": "cancel", "confirm": "on"}).status_code in (302, 403), url
+        assert Member.objects.get(pk=self.bob.pk).is_active
+
+
+class SecurityPageTests(BrainTestCase):
+    def test_a_member_sees_and_ends_their_sessions_and_tokens(self) -> None:
+        laptop = signed_in("bob", "pw-bob-12345")
+        phone = signed_in("bob", "pw-bob-12345")
+        _, raw = api_token_issue(actor=self.bob, name="laptop CLI")
+        page = laptop.get("/account/security/").content.decode()
+        assert "this browser" in page
+        assert "laptop CLI" in page
+        other = SignedInSession.objects.filter(user=self.bob.user).exclude(session_id=laptop.session.session_key).get()
+        assert laptop.post("/account/security/", {"end": str(other.public_id)}).status_code == 302
+        assert not is_signed_in(phone)
+        assert is_signed_in(laptop)
+        token = MemoryApiToken.objects.get(member=self.bob)
+        laptop.post("/account/security/", {"revoke_token": token.pk})
+        assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
+
+    def test_sign_out_everywhere_else_and_no_reach_into_another_persons_sessions(self) -> None:
+        laptop = signed_in("bob", "pw-bob-12345")
+        signed_in("bob", "pw-bob-12345")
+        alice = signed_in("alice", "pw-alice-123")
+        alices = SignedInSession.objects.get(user=self.alice.user)
+        assert laptop.post("/account/security/", {"end": str(alices.public_id)}).status_code == 404
+        assert laptop.post("/account/security/", {"end": "not-a-uuid"}).status_code == 404
+        assert is_signed_in(alice)
+        laptop.post("/account/security/", {"end_others": "1"})
+        assert SignedInSession.objects.filter(user=self.bob.user).count() == 1
+        assert is_signed_in(laptop)
+        assert Session.objects.filter(session_key=laptop.session.session_key).exists()
+
+    def test_api_calls_do_not_touch_the_session_register(self) -> None:
+        _, raw = api_token_issue(actor=self.bob, name="cli")
+        response = self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {raw}")
+        assert "Cookie" not in response.get("Vary", "")
+        assert not SignedInSession.objects.exists()
+        assert not BuildCredential.objects.exists()
