@@ -260,6 +260,7 @@ if BRAIN_OIDC_ENABLED:
     OIDC_OP_TOKEN_ENDPOINT = env_str("BRAIN_OIDC_TOKEN_ENDPOINT") or ""
     OIDC_OP_USER_ENDPOINT = env_str("BRAIN_OIDC_USERINFO_ENDPOINT") or ""
     OIDC_OP_JWKS_ENDPOINT = env_str("BRAIN_OIDC_JWKS_ENDPOINT") or ""
+    OIDC_OP_ISSUER = env_str("BRAIN_OIDC_ISSUER") or ""
     _missing = [
         name
         for name, value in (
@@ -268,6 +269,7 @@ if BRAIN_OIDC_ENABLED:
             ("BRAIN_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
             ("BRAIN_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
             ("BRAIN_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT),
+            ("BRAIN_OIDC_ISSUER", OIDC_OP_ISSUER),
         )
         if not value
     ]
@@ -275,6 +277,7 @@ if BRAIN_OIDC_ENABLED:
         raise ConfigurationError(f"BRAIN_OIDC_CLIENT_ID is set, so these are required too: {', '.join(_missing)}")
     AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "accounts.oidc.MemberOIDCBackend"]
 OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_TIMEOUT = 10  # seconds for each call to the provider; the library's default waits forever
 OIDC_RP_SCOPES = "openid email"
 OIDC_USE_NONCE = True
 OIDC_USE_PKCE = True
