@@ -145,7 +145,7 @@ class PeopleMemberAdmin(MemberAdmin):
             format_html_join(
                 "",
                 "<li>{} from {}, last seen {}</li>",
-                ((e.user_agent[:60] or "unknown browser", e.ip or "?", f"{e.last_seen_at:%Y-%m-%d %H:%M}")
+                ((e.browser, e.ip or "?", f"{e.last_seen_at:%Y-%m-%d %H:%M}")
                  for e in entries),
             ),
         )  # fmt: skip

@@ -72,3 +72,32 @@ class SignedInSession(models.Model):
 
     def __str__(self) -> str:
         return f"session of {self.user} since {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def browser(self) -> str:
+        """A short name a person recognises ("Chrome on Linux") from the stored user agent."""
+        agent = self.user_agent
+        name = next((label for token, label in _BROWSERS if token in agent), "Unknown browser")
+        system = next((label for token, label in _SYSTEMS if token in agent), "")
+        return f"{name} on {system}" if system else name
+
+
+# First match wins: Edge and Opera say "Chrome" too, and Chrome says "Safari".
+_BROWSERS = [
+    ("Edg/", "Edge"),
+    ("OPR/", "Opera"),
+    ("Firefox/", "Firefox"),
+    ("HeadlessChrome", "Headless Chrome"),
+    ("Chrome/", "Chrome"),
+    ("Safari/", "Safari"),
+    ("curl/", "curl"),
+]
+_SYSTEMS = [
+    ("Android", "Android"),
+    ("iPhone", "iPhone"),
+    ("iPad", "iPad"),
+    ("Windows", "Windows"),
+    ("Mac OS X", "macOS"),
+    ("CrOS", "ChromeOS"),
+    ("Linux", "Linux"),
+]

@@ -393,9 +393,43 @@ class SecurityPageTests(BrainTestCase):
         assert is_signed_in(laptop)
         assert Session.objects.filter(session_key=laptop.session.session_key).exists()
 
+    def test_sessions_are_named_by_browser_and_system(self) -> None:
+        firefox = Client(
+            HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"
+        )
+        firefox.post("/login/", {"username": "bob", "password": "pw-bob-12345"})
+        page = firefox.get("/account/security/").content.decode()
+        assert "Firefox on Windows" in page
+        assert "this browser" in page
+
     def test_api_calls_do_not_touch_the_session_register(self) -> None:
         _, raw = api_token_issue(actor=self.bob, name="cli")
         response = self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {raw}")
         assert "Cookie" not in response.get("Vary", "")
         assert not SignedInSession.objects.exists()
         assert not BuildCredential.objects.exists()
+
+
+class CommandTests(BrainTestCase):
+    def run_command(self, *args: str) -> str:
+        from io import StringIO
+
+        from django.core.management import call_command
+
+        out = StringIO()
+        call_command("brain_people", *args, stdout=out)
+        return out.getvalue()
+
+    def test_invite_suspend_reactivate_offboard_from_the_console(self) -> None:
+        from django.core.management.base import CommandError
+
+        assert "link sent to erin@example.com" in self.run_command("invite", "erin", "--email", "erin@example.com")
+        assert "sessions 0" in self.run_command("suspend", "bob")
+        assert "reactivated bob" in self.run_command("reactivate", "bob")
+        with pytest.raises(CommandError, match="--yes"):
+            self.run_command("offboard", "bob")
+        assert "offboarded bob" in self.run_command("offboard", "bob", "--yes", "--no-export")
+        with pytest.raises(CommandError, match="already been offboarded"):
+            self.run_command("offboard", "bob", "--yes")
+        with pytest.raises(CommandError, match="no member named"):
+            self.run_command("suspend", "nobody")

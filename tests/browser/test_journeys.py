@@ -266,3 +266,48 @@ class JourneyTests(BrowserTestCase):
         expect(carol.get_by_text("Effective permission: none")).to_be_visible()
         expect(carol.get_by_text(re.compile("a folder grant reaches ordinary pages only"))).to_be_visible()
         carol.screenshot(path=str(SCREENSHOTS / "admin-explain-access.png"), full_page=True)
+
+    def test_an_invited_person_sets_a_password_and_signs_in(self) -> None:
+        from django.core import mail
+
+        member_create(actor=SYSTEM, username="carol", role="admin", password="pw-carol-1234")
+        carol = self.context().new_page()
+        carol.goto(f"{self.live_server_url}/admin/login/?next=/admin/grants/member/")
+        carol.get_by_label("Username").fill("carol")
+        carol.get_by_label("Password").fill("pw-carol-1234")
+        carol.get_by_role("button", name="Log in").click()
+        carol.get_by_role("link", name="Invite by email").click()
+        carol.get_by_label("Username").fill("dana")
+        carol.get_by_label("Email").fill("dana@example.com")
+        carol.get_by_role("button", name="Send the invitation").click()
+        expect(carol.get_by_text(re.compile("Invitation sent to dana@example.com"))).to_be_visible()
+        expect(carol.get_by_text(re.compile(r"invited \(link expires"))).to_be_visible()
+
+        (message,) = mail.outbox
+        link = re.search(r"https?://\S+(/invite/inv_\S+)", str(message.body))
+        assert link, message.body
+        dana = self.context().new_page()
+        dana.goto(f"{self.live_server_url}{link.group(1)}")
+        expect(dana.get_by_role("heading", name="Welcome, dana")).to_be_visible()
+        assert "inv_" not in dana.url  # the token left the address bar
+        self.check(dana, "invitation-accept")
+        dana.get_by_label("New password").fill("dana")
+        dana.get_by_label("Repeat it").fill("dana")
+        dana.get_by_role("button", name="Set my password").click()
+        expect(dana.get_by_text(re.compile("This password is too short"))).to_be_visible()
+        dana.get_by_label("New password").fill("quiet harbour 58 lantern")
+        dana.get_by_label("Repeat it").fill("quiet harbour 58 lantern")
+        dana.get_by_role("button", name="Set my password").click()
+        dana.wait_for_url(f"{self.live_server_url}/")
+        expect(dana.get_by_text("Welcome, dana. Your password is set; you are signed in.")).to_be_visible()
+        dana.get_by_role("link", name="Security").click()
+        expect(dana.get_by_text("this browser")).to_be_visible()
+        self.check(dana, "security")
+        dana.get_by_role("button", name="Sign out").last.click()
+        self.signed_in("dana", "quiet harbour 58 lantern")
+
+        # Used once: the same link in a new browser says so.
+        again = self.context().new_page()
+        again.goto(f"{self.live_server_url}{link.group(1)}")
+        expect(again.get_by_role("heading", name="This invitation link cannot be used")).to_be_visible()
+        self.check(again, "invitation-used")
