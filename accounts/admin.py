@@ -14,6 +14,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -77,7 +78,18 @@ class PeopleMemberAdmin(MemberAdmin):
     """Members, with invitations, suspension, reactivation and offboarding."""
 
     list_display = ["username", "role", "status", "slack_user_id", "created_at"]
+    list_select_related = ["user"]
     change_list_template = "admin/accounts/member_change_list.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Member]:
+        # The list shows each member's status, which needs their open invitation: one query for all.
+        open_invitations = Invitation.objects.filter(accepted_at__isnull=True, withdrawn_at__isnull=True)
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("user")
+            .prefetch_related(Prefetch("invitations", queryset=open_invitations, to_attr="open_invitations"))
+        )
 
     def get_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
         if obj is None:
@@ -96,8 +108,11 @@ class PeopleMemberAdmin(MemberAdmin):
             return f"former member (left {obj.offboarded_at:%Y-%m-%d})"
         if not (obj.is_active and obj.user.is_active):
             return "suspended"
-        pending = obj.invitations.filter(accepted_at__isnull=True, withdrawn_at__isnull=True).first()
-        if pending is not None and pending.state == "pending":
+        open_invitations = getattr(obj, "open_invitations", None)
+        if open_invitations is None:
+            open_invitations = list(obj.invitations.filter(accepted_at__isnull=True, withdrawn_at__isnull=True))
+        pending = next((invitation for invitation in open_invitations if invitation.state == "pending"), None)
+        if pending is not None:
             return f"invited (link expires {pending.expires_at:%Y-%m-%d %H:%M})"
         return "active"
 

@@ -26,6 +26,7 @@ from brain.text.secrets import redact
 TOUCH_EVERY = dt.timedelta(minutes=5)
 _SEEN_KEY = "_brain_seen"
 _VIA_KEY = "_brain_via"
+_KEY_KEY = "_brain_registered_key"  # the session key the register holds (a cycled key differs)
 
 
 def _stamp() -> str:
@@ -51,6 +52,7 @@ def register(request: HttpRequest, user: Any, *, via: str | None = None) -> None
                   "via": str(session.get(_VIA_KEY, "password"))},
     )  # fmt: skip
     session[_SEEN_KEY] = now.isoformat()
+    session[_KEY_KEY] = session.session_key
 
 
 @receiver(user_logged_in, dispatch_uid="accounts.register_session")
@@ -76,12 +78,14 @@ class SessionActivityMiddleware:
             return response
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
-            seen = request.session.get(_SEEN_KEY)
+            seen = session.get(_SEEN_KEY)
             try:
                 stale = seen is None or timezone.now() - dt.datetime.fromisoformat(seen) >= TOUCH_EVERY
             except (TypeError, ValueError):
                 stale = True
-            if stale and not request.session.is_empty():
+            # A password change cycles the key (and the register entry went with the old one).
+            stale = stale or session.get(_KEY_KEY) != session.session_key
+            if stale and not session.is_empty():
                 register(request, user)
         return response
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("invite/accept", views.invitation_set_password, name="invitation-accept"),
     path("invite/<str:token>", views.invitation, name="invitation"),
     path("account/security/", views.security, name="security"),
+    path("account/password/", views.PasswordChange.as_view(), name="password-change"),
     path("sso/start", oidc.sign_in, name="oidc-start"),
     path("sso/callback", oidc.callback, name="oidc-callback"),
 ]

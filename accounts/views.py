@@ -10,10 +10,12 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import SetPasswordForm
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordChangeView
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -21,6 +23,10 @@ from accounts.models import SignedInSession
 from accounts.services import InvitationUnusable, invitation_accept, invitation_pending
 from accounts.sessions import end_all_sessions, end_session
 from answers.models import QuestionCredential
+from answers.services import question_credential_revoke_own
+from builds.models import Build, BuildCredential
+from builds.services import build_credential_revoke
+from grants.audit import audit_record
 from grants.principals import principal_for_user
 from memory.models import MemoryApiToken
 from memory.services import api_token_revoke
@@ -94,6 +100,20 @@ def security(request: HttpRequest) -> HttpResponse:
             except (MemoryApiToken.DoesNotExist, ValueError) as exc:
                 raise Http404 from exc
             messages.success(request, "Token revoked: it stops working at once.")
+        elif "revoke_question_credential" in request.POST and member is not None:
+            try:
+                question_credential_revoke_own(
+                    actor=member, credential_id=int(request.POST["revoke_question_credential"])
+                )
+            except (QuestionCredential.DoesNotExist, ValueError) as exc:
+                raise Http404 from exc
+            messages.success(request, "Question credential revoked: it stops working at once.")
+        elif "revoke_build_credential" in request.POST and member is not None:
+            try:
+                build_credential_revoke(actor=member, credential_id=int(request.POST["revoke_build_credential"]))
+            except (BuildCredential.DoesNotExist, ValueError) as exc:
+                raise Http404 from exc
+            messages.success(request, "Build credential revoked: the agent using it stops at once.")
         elif "disconnect" in request.POST and member is not None:
             try:
                 revoked = connection_revoke(actor=member, application_id=int(request.POST["disconnect"]))
@@ -112,6 +132,16 @@ def security(request: HttpRequest) -> HttpResponse:
         "connections": connections_for(member) if member else [],
         "question_credentials": (
             QuestionCredential.objects.filter(member=member, revoked_at__isnull=True) if member else []
+        ),
+        "build_credentials": (
+            BuildCredential.objects.filter(
+                build__requester=member,
+                build__status=Build.Status.OPEN,
+                revoked_at__isnull=True,
+                expires_at__gt=timezone.now(),
+            ).select_related("build")
+            if member
+            else []
         ),
     }
     return render(request, "accounts/security.html", context)
@@ -135,3 +165,17 @@ class SignInView(LoginView):
         context["sso_label"] = settings.BRAIN_OIDC_LABEL if settings.BRAIN_OIDC_ENABLED else ""
         context["sso_failed"] = self.request.GET.get("sso") == "failed"
         return context
+
+
+class PasswordChange(PasswordChangeView):
+    """Change your own password; your other sessions stay signed in until you end them (Security)."""
+
+    template_name = "accounts/password_change.html"
+    success_url = reverse_lazy("accounts:security")
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        audit_record(actor=principal_for_user(self.request.user), action="member.password_change",
+                     target_type="user", target=str(self.request.user.get_username()))  # fmt: skip
+        messages.success(self.request, "Password changed. Sign out of any session you do not recognise below.")
+        return response

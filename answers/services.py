@@ -314,6 +314,21 @@ def question_credential_revoke(*, actor: Any, credential_id: int) -> None:
                      target=str(credential_id))  # fmt: skip
 
 
+def question_credential_revoke_own(*, actor: Member, credential_id: int) -> None:
+    """A member revokes a live question credential issued to them; any other is ``DoesNotExist``."""
+    from answers.models import QuestionCredential
+    from grants.audit import audit_record
+
+    with transaction.atomic():
+        updated = QuestionCredential.objects.filter(pk=credential_id, member=actor, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if not updated:
+            raise QuestionCredential.DoesNotExist("no such live credential")
+        audit_record(actor=actor, action="question_credential.revoke", target_type="question_credential",
+                     target=str(credential_id))  # fmt: skip
+
+
 def question_credential_owner(raw: str) -> Member | ServiceAccount | None:
     """The active owner behind a live question credential, or None."""
     from answers.models import QuestionCredential

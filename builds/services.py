@@ -135,6 +135,21 @@ def build_credential_issue(
     return credential, token
 
 
+def build_credential_revoke(*, actor: Member, credential_id: int) -> None:
+    """Revoke one live credential of a build ``actor`` requested; any other is ``DoesNotExist``."""
+    with transaction.atomic():
+        credential = (
+            BuildCredential.objects.select_related("build")
+            .filter(pk=credential_id, build__requester=actor, revoked_at__isnull=True)
+            .first()
+        )
+        if credential is None:
+            raise BuildCredential.DoesNotExist("no such credential")
+        BuildCredential.objects.filter(pk=credential.pk).update(revoked_at=timezone.now())
+        audit_record(actor=actor, action="build.credential_revoke", target_type="build",
+                     target=str(credential.build.public_id), metadata={"prefix": credential.prefix})  # fmt: skip
+
+
 def build_credential_resolve(token: str) -> Build:
     """The open build a token is bound to; ``CredentialInvalid`` (one message) otherwise.
 

@@ -433,3 +433,42 @@ class CommandTests(BrainTestCase):
             self.run_command("offboard", "bob", "--yes")
         with pytest.raises(CommandError, match="no member named"):
             self.run_command("suspend", "nobody")
+
+
+class OwnCredentialTests(BrainTestCase):
+    def test_a_member_revokes_their_own_question_and_build_credentials_only(self) -> None:
+        laptop = signed_in("bob", "pw-bob-12345")
+        question, raw_question = question_credential_issue(actor=SYSTEM, name="standup bot", member=self.bob)
+        alices, _ = question_credential_issue(actor=SYSTEM, name="alice bot", member=self.alice)
+        build = build_open(actor=self.bob, title="Bob's edits")
+        credential, raw_build = build_credential_issue(actor=self.bob, build=build)
+        page = laptop.get("/account/security/").content.decode()
+        assert "standup bot" in page
+        assert "Bob&#x27;s edits" in page or "Bob's edits" in page
+        assert "alice bot" not in page
+        assert laptop.post("/account/security/", {"revoke_question_credential": alices.pk}).status_code == 404
+        assert laptop.post("/account/security/", {"revoke_question_credential": question.pk}).status_code == 302
+        assert laptop.post("/account/security/", {"revoke_build_credential": credential.pk}).status_code == 302
+        for raw, path in ((raw_question, "/api/mcp"), (raw_build, "/api/build/mcp")):
+            status = self.client.post(
+                path, data=MCP_LIST, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+            ).status_code
+            assert status == 401, path
+
+    def test_a_password_change_keeps_this_session_registered(self) -> None:
+        laptop = signed_in("bob", "pw-bob-12345")
+        before = laptop.session.session_key
+        changed = laptop.post(
+            "/account/password/",
+            {
+                "old_password": "pw-bob-12345",
+                "new_password1": "amber field 33 kite",
+                "new_password2": "amber field 33 kite",
+            },
+        )
+        assert changed.status_code == 302
+        assert laptop.session.session_key != before  # Django cycles the key
+        assert is_signed_in(laptop)
+        (entry,) = SignedInSession.objects.filter(user=self.bob.user)
+        assert entry.session_id == laptop.session.session_key
+        assert AuditEvent.objects.filter(action="member.password_change", target="bob").exists()
