@@ -8,3 +8,9 @@ class AnswersConfig(AppConfig):
 
     name = "answers"
     verbose_name = "Answers"
+
+    def ready(self) -> None:
+        from answers.services import CREDENTIAL_PREFIX, question_credential_resolve
+        from brain import callers
+
+        callers.register(CREDENTIAL_PREFIX, question_credential_resolve)

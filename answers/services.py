@@ -25,7 +25,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from answers.models import Question
-from brain import bearer, llm
+from brain import bearer, callers, llm
+from brain.callers import Caller
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.text.secrets import refuse
 from corpus.models import Page
@@ -345,6 +346,12 @@ def question_credential_owner(raw: str) -> Member | ServiceAccount | None:
     if row.member is not None:
         return row.member if row.member.is_active and row.member.user.is_active else None
     return row.service_account if row.service_account is not None and row.service_account.is_active else None
+
+
+def question_credential_resolve(raw: str) -> Caller | None:
+    """The ``question`` caller behind a question credential (``brain.callers`` resolver)."""
+    owner = question_credential_owner(raw)
+    return Caller(principal=owner, kind=callers.QUESTION) if owner is not None else None
 
 
 def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_seconds: float = 10.0) -> Question:

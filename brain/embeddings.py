@@ -27,6 +27,8 @@ import numpy as np
 import numpy.typing as npt
 from django.conf import settings
 
+from brain.domain import DomainError
+
 logger = logging.getLogger(__name__)
 
 DIMENSIONS = 384
@@ -35,8 +37,15 @@ MAX_TOKENS = 256
 FloatMatrix = npt.NDArray[np.float32]
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(DomainError, RuntimeError):
     """The embedder could not produce vectors (model missing, endpoint down, bad reply)."""
+
+    code = "unavailable"
+    status = 503
+
+    @property
+    def safe_message(self) -> str:
+        return "The embedding service is unavailable; try again shortly."
 
 
 class Embedder(Protocol):

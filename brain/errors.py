@@ -15,10 +15,12 @@ from django.shortcuts import render
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from brain.domain import problem_for
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
 
 logger = logging.getLogger(__name__)
+
 
 # Paths whose clients are programs: they always get JSON errors.
 JSON_PREFIXES = ("/api/", "/healthz", "/oauth/", "/.well-known/")
@@ -76,12 +78,22 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF errors in the project's shape; unexpected ones fall through to ``server_error``."""
+    """REST errors in the project's shape: domain refusals through ``problem_for``, DRF's own
+    (authentication, throttling, parsing) by their status; anything else falls through to
+    ``server_error`` (a 500 with the request id, logged)."""
+    problem = problem_for(exc)
+    if problem is not None:
+        response_for_problem = Response(error_body(problem.code, problem.message), status=problem.status)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            response_for_problem["Retry-After"] = str(retry_after)
+        return response_for_problem
     response = exception_handler(exc, context)
     if response is None:
         return None
-    code = getattr(exc, "default_code", "error")
     detail = getattr(exc, "detail", None)
+    # A code given where it was raised (e.g. insufficient_scope) wins over the class's default.
+    code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
     message = detail if isinstance(detail, str) else "The request was not accepted."
     if isinstance(detail, dict | list):
         # Field validation: name the fields, keep DRF's messages (they contain no internals).

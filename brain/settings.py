@@ -76,6 +76,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "oauth2_provider",
     "axes",
     "brain",
@@ -88,7 +90,8 @@ INSTALLED_APPS = [
     "oauth",
     "ingest",
     "integrations",
-    # Last: people coming and going orchestrates the apps above (invitations, sessions, SSO).
+    # The top: REST v1 runs every app's operations; accounts orchestrates people coming and going.
+    "api",
     "accounts",
 ]
 
@@ -502,8 +505,29 @@ LOGGING = {
     },
 }
 
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Brain REST API",
+    "DESCRIPTION": (
+        "The governed corpus, sources, memories, builds and questions of this brain, under the caller's own "
+        'grants. Errors are {"error": {"code", "message", "request_id"}}. See docs/api.md.'
+    ),
+    "VERSION": "1",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # The document describes the API, never data: anyone may read it.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",  # served from our origin, never a CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "PREPROCESSING_HOOKS": ["api.schema.only_v1"],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "brain.errors.drf_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.ToolSchema",
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -16,6 +16,7 @@ urlpatterns = [
     path("login/", SignInView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("api.urls")),
     path("", include("builds.urls")),  # before corpus: a page's /history route is the builds app's
     path("", include("corpus.urls")),
     path("", include("mcp_api.urls")),

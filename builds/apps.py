@@ -8,3 +8,9 @@ class BuildsConfig(AppConfig):
 
     name = "builds"
     verbose_name = "Builds"
+
+    def ready(self) -> None:
+        from brain import callers
+        from builds.services import TOKEN_PREFIX, build_credential_caller
+
+        callers.register(TOKEN_PREFIX, build_credential_caller)

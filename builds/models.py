@@ -101,15 +101,15 @@ class BuildChange(models.Model):
 
 
 class BuildCredential(models.Model):
-    """A bearer credential bound to one build, shown once and stored only as an HMAC.
+    """A bearer credential bound to one build, shown once and stored only as its SHA-256.
 
-    Looked up by its short prefix and compared in constant time; valid until
+    Minted and looked up like every shown-once token (``brain.bearer``); valid until
     ``expires_at`` and never after ``revoked_at`` (set the moment the build terminates).
     """
 
     build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="credentials")
-    prefix = models.CharField(max_length=16, unique=True)
-    token_hmac = models.CharField(max_length=64)
+    prefix = models.CharField(max_length=16)  # the first characters, to tell credentials apart
+    token_hash = models.CharField(max_length=64, unique=True)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

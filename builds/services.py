@@ -9,9 +9,6 @@ exactly which (path, revision) pairs. Every transition locks the build row first
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +18,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from brain import bearer, callers
+from brain.callers import Caller
+from brain.domain import DomainError
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, refuse_all
 from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, Promotion, Review
 from builds.selectors import build_promotion_blockers
@@ -49,12 +49,18 @@ from grants.principals import Principal, SystemPrincipal, actor_fields
 TOKEN_PREFIX = "bld_"  # noqa: S105 (a public marker that tells credentials apart, not a secret)
 
 
-class PromotionBlocked(ValidationError):
+class PromotionBlocked(DomainError, ValidationError):  # type: ignore[misc]  # both define ``code``; set per instance
     """Promotion refused; ``blockers`` says why, in the words the review page shows."""
 
+    status = 409
+
     def __init__(self, blockers: list[str]) -> None:
-        super().__init__("; ".join(blockers))
+        super().__init__("; ".join(blockers), code="promotion_blocked")  # ValidationError keeps ``code`` per instance
         self.blockers = blockers
+
+    @property
+    def safe_message(self) -> str:
+        return "; ".join(self.blockers)
 
 
 class CredentialInvalid(PermissionError):
@@ -106,10 +112,6 @@ def build_open(*, actor: Principal, title: str, purpose: str = "", kind: str = B
     return build
 
 
-def _token_hmac(token: str) -> str:
-    return hmac.new(settings.SECRET_KEY.encode(), token.encode(), hashlib.sha256).hexdigest()
-
-
 def build_credential_issue(
     *, actor: Principal, build: Build, lifetime: dt.timedelta | None = None
 ) -> tuple[BuildCredential, str]:
@@ -124,15 +126,15 @@ def build_credential_issue(
         if locked.requester_id is None:
             # A credential acts with its requester's grants; the system actor has no limits.
             raise ValidationError("credentials are issued only for builds a member requested")
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = bearer.mint(TOKEN_PREFIX)
         credential = BuildCredential.objects.create(
             build=locked,
-            prefix=token[: len(TOKEN_PREFIX) + 8],
-            token_hmac=_token_hmac(token),
+            prefix=token.shown,
+            token_hash=token.digest,
             expires_at=timezone.now() + (lifetime or dt.timedelta(seconds=seconds)),
         )
         audit_record(actor=actor, action="build.credential_issue", target_type="build", target=str(locked.public_id))
-    return credential, token
+    return credential, token.raw
 
 
 def build_credential_revoke(*, actor: Member, credential_id: int) -> None:
@@ -157,18 +159,29 @@ def build_credential_resolve(token: str) -> Build:
     """
     if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
         raise CredentialInvalid
-    credential = BuildCredential.objects.select_related("build").filter(prefix=token[: len(TOKEN_PREFIX) + 8]).first()
-    expected = credential.token_hmac if credential is not None else _token_hmac("")
-    matches = hmac.compare_digest(expected, _token_hmac(token))
+    credential = (
+        BuildCredential.objects.select_related("build__requester__user").filter(token_hash=bearer.digest(token)).first()
+    )
     if (
         credential is None
-        or not matches
         or credential.revoked_at is not None
         or credential.expires_at <= timezone.now()
         or credential.build.status != Build.Status.OPEN
     ):
         raise CredentialInvalid
     return credential.build
+
+
+def build_credential_caller(token: str) -> Caller | None:
+    """The ``build`` caller behind a credential: its requester's grants, bound to its build."""
+    try:
+        build = build_credential_resolve(token)
+    except CredentialInvalid:
+        return None
+    requester = build.requester
+    if requester is None or not (requester.is_active and requester.user.is_active):
+        return None
+    return Caller(principal=requester, kind=callers.BUILD, scopes=frozenset({callers.SCOPE_CORPUS_READ}), build=build)
 
 
 def _is_requester(actor: Principal, build: Build) -> bool:

@@ -17,6 +17,7 @@ import frontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from brain.domain import DomainError
 from brain.inputs import nested_deeper_than
 from corpus.paths import PathError, validate_category, validate_page_path
 from grants.models import Sensitivity
@@ -98,12 +99,18 @@ class Problem:
         return f"{self.field}: {self.message}"
 
 
-class PageInvalid(ValueError):
+class PageInvalid(DomainError, ValueError):
     """A page failed validation; ``problems`` lists every rule it breaks."""
+
+    code = "page_invalid"
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         super().__init__("; ".join(str(problem) for problem in problems))
+
+    @property
+    def safe_message(self) -> str:
+        return "The page is not valid: " + "; ".join(str(problem) for problem in self.problems)
 
 
 @dataclass

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from brain.domain import DomainError
+
 MAX_LENGTH = 255
 _SEGMENT = re.compile(r"^[a-z0-9_-][a-z0-9._-]*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -27,8 +29,10 @@ _BIDI_AND_ZERO_WIDTH = {
 }  # fmt: skip
 
 
-class PathError(ValueError):
+class PathError(DomainError, ValueError):
     """A path is not canonical. ``rule`` is a stable code; the message says what to fix."""
+
+    code = "invalid_path"
 
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)

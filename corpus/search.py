@@ -33,6 +33,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from brain import embeddings
+from brain.domain import DomainError
 from corpus import lexical
 from corpus.models import Page
 from corpus.paths import PathError, validate_scope_path
@@ -47,7 +48,7 @@ MAX_CANDIDATES = 4000
 SNIPPET_CHARS = 240
 
 
-class SearchError(ValueError):
+class SearchError(DomainError, ValueError):
     """Bad search input (empty query, bad filter); the message says what to fix."""
 
 

@@ -8,30 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from builds.models import Build
-from grants.principals import Principal
+from brain.callers import BUILD, PERSON, QUESTION, SCOPE_CORPUS_READ, SCOPE_MEMORY, Caller
 
-PERSON = "person"
-BUILD = "build"
-QUESTION = "question"  # a question credential: ask and await_answer only
-SCOPE_CORPUS_READ = "corpus:read"
-SCOPE_MEMORY = "memory"
+__all__ = ["BUILD", "PERSON", "QUESTION", "SCOPE_CORPUS_READ", "SCOPE_MEMORY", "Args", "Caller", "Out", "Tool"]
+
 DESTRUCTIVE = frozenset({"forget"})  # tools that delete for good
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: their principal, credential kind, scopes, and (for builds) the bound build."""
-
-    principal: Principal
-    kind: str
-    scopes: frozenset[str] = frozenset()
-    build: Build | None = None
-
-    @property
-    def rate_key(self) -> str:
-        """Rate windows are per principal: every credential of one person shares them."""
-        return f"{type(self.principal).__name__.lower()}:{getattr(self.principal, 'pk', 'system')}"
 
 
 class Args(BaseModel):

@@ -14,22 +14,15 @@ import logging
 import math
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
 from pydantic import ValidationError as ArgsInvalid
 
 import brain
-from brain.embeddings import EmbeddingError
+from brain.domain import problem_for
 from brain.inputs import InputRefused, refuse_nul
 from brain.request_context import get_request_id
-from brain.text.secrets import NulRefused, SecretRefused, redact
-from builds.services import PromotionBlocked
-from corpus.frontmatter import PageInvalid
-from corpus.paths import PathError
-from corpus.search import SearchError
+from brain.text.secrets import redact
 from mcp_api import ratelimit
 from mcp_api.tools import Caller, tool_for, tools_for
-from memory.capsules import CapsuleRefused
-from memory.classify import MemoryInvalid
 
 logger = logging.getLogger(__name__)
 
@@ -144,25 +137,14 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         return _tool_error(message_id, f"Invalid arguments: {problems}")
     try:
         output = tool.handler(caller, args)
-    except ObjectDoesNotExist:
-        return _tool_error(message_id, "Not found.")
-    except PageInvalid as invalid:
-        return _tool_error(message_id, "The page is not valid: " + "; ".join(str(p) for p in invalid.problems))
-    except (SecretRefused, NulRefused, SearchError, PathError, PermissionError, MemoryInvalid) as refused:
-        return _tool_error(message_id, str(refused))
-    except CapsuleRefused as refused:
-        return _tool_error(message_id, f"{refused.code} ({refused.reason}): {refused}")
-    except PromotionBlocked as blocked:
-        return _tool_error(message_id, "; ".join(blocked.blockers))
-    except PermissionDenied as denied:
-        return _tool_error(message_id, str(denied) or "You may not do this.")
-    except ValidationError as invalid:
-        return _tool_error(message_id, "; ".join(invalid.messages))
-    except EmbeddingError:
-        return _tool_error(message_id, "The embedding service is unavailable; try again shortly.")
-    except Exception:
-        logger.exception("tool %s failed", tool.name)
-        return error(message_id, INTERNAL_ERROR, "Internal error; quote the request id.")
+    except ratelimit.RateLimited:
+        raise  # the view answers HTTP 429 with Retry-After
+    except Exception as failure:
+        problem = problem_for(failure)  # the one mapping every transport uses
+        if problem is None:
+            logger.exception("tool %s failed", tool.name)
+            return error(message_id, INTERNAL_ERROR, "Internal error; quote the request id.")
+        return _tool_error(message_id, problem.message)
     structured = output.model_dump(mode="json")
     text = tool.render(output) if tool.render is not None else json.dumps(structured, ensure_ascii=False)
     return _result(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from grants.models import Member
 from mcp_api.base import PERSON, SCOPE_MEMORY, Args, Caller, Out, Tool
@@ -34,6 +34,25 @@ Layer = Literal["personal", "company"]
 LinkTypeName = Literal[
     "relates_to", "supersedes", "caused_by", "decided", "about_person", "part_of_project", "follows", "drawn_from"
 ]
+
+
+# The one team of a brain, as ``list_teams`` names it. Memory calls may name it (the seed's
+# multi-team clients do); naming anything else is a clear refusal, never silently ignored.
+THE_TEAM = {"id": "company", "name": "Shared", "workspace": "company"}
+
+
+class TeamArgs(Args):
+    team: str | None = Field(
+        None, description="The team: this brain has one, id 'company' (name 'Shared'); omit it or name it"
+    )
+
+    @field_validator("team")
+    @classmethod
+    def _the_team(cls, value: str | None) -> str | None:
+        if value is not None and value not in (THE_TEAM["id"], THE_TEAM["name"]):
+            # The value is not echoed: whatever was sent is not repeated back or into a log.
+            raise ValueError("unknown team: this brain has one team, id 'company' (name 'Shared')")
+        return value
 
 
 def _member(caller: Caller) -> Member:
@@ -87,7 +106,7 @@ def _render_memory(out: MemoryOut) -> str:
 # --------------------------------------------------------------------------- remember
 
 
-class RememberArgs(Args):
+class RememberArgs(TeamArgs):
     content: str = Field(description="What to remember: a decision, preference, fact or project update")
     tags: list[str] | None = Field(None, description="Tags; 'status:canonical' marks it authoritative")
     workspace: Layer | None = Field(None, description="'personal' (default) or 'company' (the shared team layer)")
@@ -141,38 +160,38 @@ def _render_remember(out: RememberOut) -> str:
 # --------------------------------------------------------------------------- edits
 
 
-class AppendArgs(Args):
+class AppendArgs(TeamArgs):
     id: str
     text: str = Field(description="Added as '[Update <date>]: text'")
 
 
-class UpdateArgs(Args):
+class UpdateArgs(TeamArgs):
     id: str
     content: str | None = None
     tags: list[str] | None = Field(None, description="Replaces all tags when given")
 
 
-class IdArgs(Args):
+class IdArgs(TeamArgs):
     id: str
 
 
-class StatusArgs(Args):
+class StatusArgs(TeamArgs):
     id: str
     status: Literal["canonical", "draft", "deprecated"]
 
 
-class ShareArgs(Args):
+class ShareArgs(TeamArgs):
     id: str
     workspace: Layer = Field("company", description="'company' shares it; 'personal' takes it back")
 
 
-class LinkArgs(Args):
+class LinkArgs(TeamArgs):
     from_id: str
     to_id: str
     type: LinkTypeName = "relates_to"
 
 
-class UnlinkArgs(Args):
+class UnlinkArgs(TeamArgs):
     from_id: str
     to_id: str
     type: LinkTypeName | None = None
@@ -229,7 +248,7 @@ def _render_done(out: DoneOut) -> str:
 # --------------------------------------------------------------------------- reads
 
 
-class RecallArgs(Args):
+class RecallArgs(TeamArgs):
     query: str = Field(
         description="A question or description in any words; time phrases like 'last week' filter by date"
     )
@@ -279,7 +298,7 @@ def _render_recall(out: RecallOut) -> str:
     return _budget("\n".join(lines))
 
 
-class RecentArgs(Args):
+class RecentArgs(TeamArgs):
     n: int = Field(10, ge=1, le=50)
     tag: str | None = None
     kind: Literal["episodic", "semantic"] | None = None
@@ -316,7 +335,7 @@ class TeamsOut(Out):
 
 def list_teams(caller: Caller, args: Args) -> TeamsOut:
     _member(caller)
-    return TeamsOut(teams=[Team(id="company", name="Shared", workspace="company")])
+    return TeamsOut(teams=[Team(**THE_TEAM)])
 
 
 class Connection(BaseModel):
@@ -349,7 +368,7 @@ def _render_connections(out: ConnectionsOut) -> str:
     return _budget("\n".join(f"{arrows[c.direction]} {c.type}: {c.content}\nID: {c.id}" for c in out.connections))
 
 
-class CapsuleArgs(Args):
+class CapsuleArgs(TeamArgs):
     kind: Literal["core", "project"]
     project_id: str | None = Field(None, description="For kind 'project': ^[a-z0-9][a-z0-9_-]{0,63}$")
     workspace: Layer | None = Field(None, description="'personal' (default) or 'company'")

@@ -15,8 +15,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from brain.callers import bearer_token
 from brain.inputs import InputRefused, parse_json
-from mcp_api.auth import bearer_token, build_caller, person_caller
+from mcp_api.auth import build_caller, person_caller
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
 from mcp_api.ratelimit import RateLimited
 from mcp_api.tools import Caller

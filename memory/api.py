@@ -17,19 +17,18 @@ from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
+from brain.domain import problem_for
 from brain.errors import error_body, json_error
 from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
-from mcp_api.auth import bearer_token
 from mcp_api.ratelimit import RateLimited, hit, throttled
 from memory.classify import MemoryInvalid
-from memory.models import Memory, MemoryLink
+from memory.models import Memory
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
     memory_append,
@@ -50,7 +49,7 @@ MAX_BODY = 5 * 1024 * 1024
 
 def api_member(request: HttpRequest) -> Member | None:
     """The member behind the request's bearer token, if this API accepts it (``oauth.audience``)."""
-    return member_for(request, bearer_token(request))
+    return member_for(request)
 
 
 def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "read") -> Callable[..., Any]:
@@ -82,14 +81,11 @@ def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "rea
                 return json_error("too_large", "The request body is over 5 MB.", 413)
             try:
                 return view(request, member, *args, **kwargs)
-            except (Memory.DoesNotExist, MemoryLink.DoesNotExist):
-                return json_error("not_found", "Not found.", 404)
-            except PermissionDenied as denied:
-                return json_error("forbidden", str(denied) or "You may not do this.", 403)
-            except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
-                return json_error("invalid", str(invalid), 400)
-            except ValidationError as invalid:
-                return json_error("invalid", "; ".join(invalid.messages), 400)
+            except Exception as failure:
+                problem = problem_for(failure)  # the one mapping every transport uses
+                if problem is None:
+                    raise
+                return json_error(problem.code, problem.message, problem.status)
 
         return wrapped
 

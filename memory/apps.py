@@ -8,3 +8,9 @@ class MemoryConfig(AppConfig):
 
     name = "memory"
     verbose_name = "Memory"
+
+    def ready(self) -> None:
+        from brain import callers
+        from memory.services import TOKEN_PREFIX, api_token_resolve
+
+        callers.register(TOKEN_PREFIX, api_token_resolve)

@@ -22,6 +22,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db import connection
 
+from brain.domain import DomainError
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import Memory, PromptCapsuleRevision, Status, Workspace
@@ -37,13 +38,19 @@ SLOTS = {
 PROJECT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 
-class CapsuleRefused(Exception):
-    """A capsule that cannot be served (HTTP 409): ``code`` and ``reason`` say why."""
+class CapsuleRefused(DomainError):
+    """A capsule that cannot be served (HTTP 409): ``refusal`` and ``reason`` say why."""
+
+    status = 409
 
     def __init__(self, code: str, reason: str, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code = code  # type: ignore[misc]  # each refusal has its own stable code
         self.reason = reason
+
+    @property
+    def safe_message(self) -> str:
+        return f"{self.code} ({self.reason}): {self}"
 
 
 @dataclass(frozen=True)

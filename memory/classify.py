@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from brain.domain import DomainError
 from brain.text.secrets import refuse
 from corpus.lexical import normalise
 from memory.models import MAX_TAG_LENGTH, MAX_TAGS, Kind, Status, Volatility
 
 
-class MemoryInvalid(ValueError):
+class MemoryInvalid(DomainError, ValueError):
     """A capture or edit that cannot be stored; the message names what is wrong."""
 
 

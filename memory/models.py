@@ -191,11 +191,29 @@ class MemoryPreference(models.Model):
         return f"{self.member}: {self.default_workspace}"
 
 
+PERSONAL_TOKEN_SCOPES = ("memory", "corpus:read", "sources:write", "builds:write")
+
+
+def default_personal_scopes() -> list[str]:
+    """What a new personal token may do unless its person chooses otherwise (the CLI's needs)."""
+    return ["memory", "corpus:read", "sources:write"]
+
+
+def legacy_personal_scopes() -> list[str]:
+    """What tokens issued before scopes existed could do: the memory API, capsules and uploads."""
+    return ["memory", "sources:write"]
+
+
 class MemoryApiToken(models.Model):
-    """A member's personal token for the memory REST API: shown once, stored as a SHA-256 hash."""
+    """A member's personal API token (``bmt_``): shown once, stored as a SHA-256 hash, scoped.
+
+    ``scopes`` limit it below the member's own grants: ``memory``, ``corpus:read``,
+    ``sources:write``, ``builds:write`` (see ``brain.callers``).
+    """
 
     member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="memory_api_tokens")
     name = models.CharField(max_length=80)
+    scopes = ArrayField(models.CharField(max_length=32), default=default_personal_scopes)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)  # the first characters, to tell tokens apart
     created_at = models.DateTimeField(auto_now_add=True)
@@ -204,6 +222,11 @@ class MemoryApiToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scopes__contained_by=list(PERSONAL_TOKEN_SCOPES)), name="personal_token_scopes_known"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

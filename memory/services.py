@@ -20,7 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from brain import bearer, embeddings
+from brain import bearer, callers, embeddings
+from brain.callers import Caller
 from brain.jobs import enqueue_on_commit
 from brain.text.secrets import NulRefused, SecretRefused, refuse
 from brain.vectors import current_model_q, refresh_stale_vectors
@@ -471,9 +472,13 @@ def memory_backfill_embeddings(*, seconds: float = 120.0) -> int:
 TOKEN_PREFIX = "bmt_"  # noqa: S105 (a public marker that tells token kinds apart, not a secret)
 
 
-def api_token_issue(*, actor: Member, name: str) -> tuple[Any, str]:
-    """Issue a personal memory API token; returns (row, raw token). The raw token is shown once."""
-    from memory.models import MemoryApiToken
+def api_token_issue(*, actor: Member, name: str, scopes: list[str] | None = None) -> tuple[Any, str]:
+    """Issue a personal API token; returns (row, raw token). The raw token is shown once.
+
+    ``scopes`` (default: memory, corpus:read, sources:write) limit what it may do below the
+    member's own grants; an unknown scope is ``MemoryInvalid`` naming it.
+    """
+    from memory.models import PERSONAL_TOKEN_SCOPES, MemoryApiToken, default_personal_scopes
 
     _require_member(actor)
     label = (name or "").strip()
@@ -483,8 +488,14 @@ def api_token_issue(*, actor: Member, name: str) -> tuple[Any, str]:
         refuse(label, field="name")
     except (SecretRefused, NulRefused) as refused:
         raise MemoryInvalid(str(refused)) from None
+    chosen = sorted(set(default_personal_scopes() if scopes is None else scopes))
+    unknown = [scope for scope in chosen if scope not in PERSONAL_TOKEN_SCOPES]
+    if unknown or not chosen:
+        raise MemoryInvalid(f"scopes must be some of {', '.join(PERSONAL_TOKEN_SCOPES)}")
     token = bearer.mint(TOKEN_PREFIX)
-    row = MemoryApiToken.objects.create(member=actor, name=label, token_hash=token.digest, prefix=token.shown)
+    row = MemoryApiToken.objects.create(
+        member=actor, name=label, token_hash=token.digest, prefix=token.shown, scopes=chosen
+    )
     return row, token.raw
 
 
@@ -499,8 +510,11 @@ def api_token_revoke(*, actor: Member, token_id: int) -> None:
         raise MemoryApiToken.DoesNotExist("no such token")
 
 
-def api_token_member(raw: str) -> Member | None:
-    """The active member behind a live personal token (and note its use), or None."""
+def api_token_resolve(raw: str) -> Caller | None:
+    """The ``personal`` caller behind a live token of an active member (``brain.callers`` resolver).
+
+    Notes the token's use (at most once a minute, so a busy script does not write per call).
+    """
     from memory.models import MemoryApiToken
 
     if not raw.startswith(TOKEN_PREFIX):
@@ -512,8 +526,10 @@ def api_token_member(raw: str) -> Member | None:
     )
     if row is None or not row.member.is_active or not row.member.user.is_active:
         return None
-    MemoryApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
-    return row.member
+    now = timezone.now()
+    if row.last_used_at is None or now - row.last_used_at > dt.timedelta(minutes=1):
+        MemoryApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+    return Caller(principal=row.member, kind=callers.PERSONAL, scopes=frozenset(row.scopes))
 
 
 # --------------------------------------------------------------------------- people leaving

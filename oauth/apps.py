@@ -8,3 +8,9 @@ class OAuthConfig(AppConfig):
 
     name = "oauth"
     verbose_name = "Connected apps (OAuth)"
+
+    def ready(self) -> None:
+        from brain import callers
+        from oauth.tokens import access_token_caller
+
+        callers.register("", access_token_caller)

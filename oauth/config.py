@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-MCP_PATH = "/api/mcp"
-MEMORY_API_PATH = "/api/memory"
+from brain.callers import MCP_PATH, MEMORY_API_PATH, REST_API_PATH
+
+__all__ = ["MCP_PATH", "MEMORY_API_PATH", "REST_API_PATH", "mcp_resource", "provider_settings"]
 SCOPES = {
     # A consent sentence states everything its scope allows: tagging is the one write here.
     "corpus:read": (
         "Read and search the pages and sources you can read yourself, and tag sources you may suggest changes to"
     ),
     "memory": "Recall and record your own memories and the team's shared ones",
+    "sources:write": "Upload documents and tag sources, as you",
+    "builds:write": "Open builds and propose page changes for a person to review, as you",
 }
 DEFAULT_SCOPES = ["corpus:read"]
 

@@ -8,10 +8,20 @@ import json
 from django.contrib.auth import get_user_model
 from oauth2_provider.models import get_access_token_model
 
+from brain.callers import PERSON, Caller
 from brain.rows import columns, fetch_one, hydrate
 from grants.models import Member
 
 AccessToken = get_access_token_model()
+
+
+def access_token_caller(raw_token: str) -> Caller | None:
+    """The ``person`` caller behind an OAuth access token (``brain.callers`` resolver)."""
+    held = token_holder(raw_token)
+    if held is None:
+        return None
+    member, scope, resources = held
+    return Caller(principal=member, kind=PERSON, scopes=frozenset(scope.split()), resources=tuple(resources))
 
 
 def token_holder(raw_token: str) -> tuple[Member, str, list[str]] | None:

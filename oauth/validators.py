@@ -2,7 +2,7 @@
 
 Every authorization code (and so every token minted from it, refreshed ones included)
 is bound to RFC 8707 resources of this deployment: the ones the client named among
-``/api/mcp`` and ``/api/memory``, or ``/api/mcp`` when it named none. A client naming any
+``/api/mcp``, ``/api/memory`` and ``/api/v1``, or ``/api/mcp`` when it named none. A client naming any
 other resource is refused with ``invalid_target``.
 """
 
@@ -17,7 +17,7 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from grants.audit import audit_record
-from oauth.config import MEMORY_API_PATH, mcp_resource
+from oauth.config import MEMORY_API_PATH, REST_API_PATH, mcp_resource
 from oauth.models import RedeemedCode
 
 
@@ -26,13 +26,11 @@ def resource_refusal(resources: list[str]) -> str | None:
 
     Brain's protected resources: the MCP endpoint and the memory REST API.
     """
-    ours = mcp_resource(settings.BRAIN_BASE_URL)
-    allowed = {ours, settings.BRAIN_BASE_URL + MEMORY_API_PATH}
+    base = settings.BRAIN_BASE_URL
+    allowed = [mcp_resource(base), base + MEMORY_API_PATH, base + REST_API_PATH]
     foreign = [resource for resource in resources if resource.rstrip("/") not in allowed]
     if foreign:
-        return (
-            f"This server issues tokens only for the resources {ours} and {settings.BRAIN_BASE_URL}{MEMORY_API_PATH}."
-        )
+        return f"This server issues tokens only for the resources {', '.join(allowed)}."
     return None
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
 
+from brain.domain import DomainError
 from brain.text.reading import INVISIBLE, Reading, flowing, plain
 
 CREDENTIAL = "credential"
@@ -53,7 +54,7 @@ class Finding:
         return f"{self.kind} ({self.category}) on line {self.line}"
 
 
-class NulRefused(ValueError):
+class NulRefused(DomainError, ValueError):
     """Text contains a NUL character (PostgreSQL text cannot hold one)."""
 
     def __init__(self, field: str = "content") -> None:
@@ -61,7 +62,7 @@ class NulRefused(ValueError):
         super().__init__(f"{field} refused: it contains a NUL character")
 
 
-class SecretRefused(ValueError):
+class SecretRefused(DomainError, ValueError):
     """Text holds a secret; the message names the field, the kind and the line only."""
 
     def __init__(self, findings: list[Finding], field: str = "content") -> None:

@@ -97,6 +97,8 @@ NOT_STORED: set[tuple[str, str]] = {
     ("remember", "importance"), ("append", "id"), ("update", "id"), ("forget", "id"), ("set_status", "id"),
     ("set_status", "status"), ("link", "from_id"), ("link", "to_id"), ("link", "type"), ("unlink", "from_id"),
     ("unlink", "to_id"), ("unlink", "type"), ("share", "id"), ("share", "workspace"),
+    # The one team's id or name, validated against a fixed pair and never stored.
+    *((tool, "team") for tool in ("remember", "append", "update", "forget", "set_status", "link", "unlink", "share")),
 }  # fmt: skip
 
 

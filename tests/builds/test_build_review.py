@@ -156,8 +156,8 @@ class BuildCredentialTests(BuildTests):
         build = build_open(actor=self.alice, title="Agent work")
         credential, token = build_credential_issue(actor=self.alice, build=build)
         assert build_credential_resolve(token) == build
-        assert credential.token_hmac not in token
-        assert token not in credential.token_hmac
+        assert credential.token_hash not in token
+        assert token not in credential.token_hash
         for bad in ("", "bld_nope", token[:-1] + ("A" if token[-1] != "A" else "B"), "not-a-token"):
             with pytest.raises(CredentialInvalid):
                 build_credential_resolve(bad)

@@ -1,4 +1,4 @@
-"""Every API accepts exactly the credentials its row in ``oauth.audience`` names.
+"""Every legacy API accepts exactly the credentials its surface in ``brain.callers`` admits.
 
 The routes come from the URL conf; every kind of credential is tried on every one.
 """
@@ -16,8 +16,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, set_token_value
 
+from brain.callers import SURFACES, admits, resolve
 from memory.services import api_token_issue
-from oauth.audience import AUDIENCES, audience_for, oauth_token_fits
+from oauth.audience import is_rest_v1, surface_for
 from oauth.config import MCP_PATH, MEMORY_API_PATH, provider_settings
 from tests.base import BrainTestCase
 
@@ -76,7 +77,8 @@ class AudienceTests(BrainTestCase):
         routes = api_routes()
         assert len(routes) >= 15
         for route in routes:
-            assert audience_for(concrete(route)) is not None, route
+            url = concrete(route)
+            assert is_rest_v1(url) or surface_for(url) in SURFACES, route
 
     def test_each_credential_is_accepted_exactly_where_its_row_allows(self) -> None:
         personal = api_token_issue(actor=self.alice, name="cli")[1]
@@ -89,17 +91,17 @@ class AudienceTests(BrainTestCase):
         }
         for route in api_routes():
             url = concrete(route)
-            audience = audience_for(url)
-            assert audience is not None
-            with self.subTest(url=url, credential="personal"):
-                assert self.authenticated(url, personal) == audience.personal_tokens
-            for (scope, resource), raw in tokens.items():
-                expected = oauth_token_fits(audience, scope, [BASE + resource])
-                with self.subTest(url=url, scope=scope, resource=resource):
-                    assert self.authenticated(url, raw) == expected
+            if is_rest_v1(url):
+                continue  # tests/brain/test_scope_matrix.py
+            surface = SURFACES[str(surface_for(url))]
+            for label, raw in [("personal", personal), *((f"{s} for {r}", t) for (s, r), t in tokens.items())]:
+                caller = resolve(raw)
+                assert caller is not None
+                with self.subTest(url=url, credential=label):
+                    assert self.authenticated(url, raw) == admits(surface, caller)
 
     def test_a_memory_token_no_longer_reaches_the_sources_api(self) -> None:
         token = self.oauth("memory", MEMORY_API_PATH)
         response = self.client.get("/api/sources/notes/x", HTTP_AUTHORIZATION=f"Bearer {token}")
         assert response.status_code == 401
-        assert dict(AUDIENCES)["/api/sources"].resource is None
+        assert SURFACES["sources.legacy"].resource is None

@@ -113,7 +113,7 @@ class OAuthRuleTests(TestCase):
         assert document["code_challenge_methods_supported"] == ["S256"]
         assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
         assert document["response_types_supported"] == ["code"]
-        assert document["scopes_supported"] == ["corpus:read", "memory"]
+        assert document["scopes_supported"] == ["builds:write", "corpus:read", "memory", "sources:write"]
         assert "none" in document["token_endpoint_auth_methods_supported"]
 
     def test_protected_resource_metadata_covers_the_mcp_endpoint_at_both_locations(self) -> None:
@@ -121,7 +121,7 @@ class OAuthRuleTests(TestCase):
             document = self.client.get(path).json()
             assert document["resource"] == MCP
             assert document["authorization_servers"] == [BASE]
-            assert document["scopes_supported"] == ["corpus:read", "memory"]
+            assert document["scopes_supported"] == ["builds:write", "corpus:read", "memory", "sources:write"]
             assert document["bearer_methods_supported"] == ["header"]
 
     def test_401_points_the_client_at_the_resource_metadata(self) -> None:

@@ -1,0 +1,158 @@
+"""The OpenAPI 3.1 document of REST v1 (drf-spectacular), drawn from the same pydantic models
+as the MCP tool schemas, with each endpoint's credential kinds, scope and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from pydantic import BaseModel
+
+from brain.callers import SURFACES
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    request_id: str
+
+
+class FieldProblem(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every error: a stable code, a message safe to show, and the request id to quote."""
+
+    error: ErrorDetail
+    fields: list[FieldProblem] | None = None
+
+
+ERRORS = {
+    400: "The arguments are invalid (``fields`` names each problem).",
+    401: "No credential, or one that is unknown, expired or revoked.",
+    403: "The credential's kind or scope does not reach this endpoint, or the service refused the action.",
+    404: "Not found — or not visible to you: the two are indistinguishable.",
+    429: "Over your rate window; ``Retry-After`` says when to come back.",
+}
+
+_SIMPLE = {"string": OpenApiTypes.STR, "integer": OpenApiTypes.INT, "number": OpenApiTypes.FLOAT,
+           "boolean": OpenApiTypes.BOOL}  # fmt: skip
+
+
+def _json_type(schema: dict[str, Any]) -> tuple[Any, bool]:
+    """(OpenAPI type, many) of a pydantic property schema."""
+    options = schema.get("anyOf") or [schema]
+    for option in options:
+        if option.get("type") == "array":
+            return _SIMPLE.get(option.get("items", {}).get("type", "string"), OpenApiTypes.STR), True
+        if option.get("type") in _SIMPLE:
+            return _SIMPLE[option["type"]], False
+    return OpenApiTypes.STR, False
+
+
+class ToolSchema(AutoSchema):
+    """Request, response, parameters and errors of a REST v1 endpoint from its pydantic models."""
+
+    def _operation(self) -> Any:
+        operations = getattr(self.view, "operations", None)
+        return operations.get(self.method) if operations else None
+
+    def get_description(self) -> str:  # type: ignore[override]  # drf-spectacular's signature, not DRF's
+        operation = self._operation()
+        text = operation.definition.description if operation else (self.view.__doc__ or "").strip()
+        surface = SURFACES[self._surface()]
+        kinds = ", ".join(sorted(surface.kinds))
+        scope = f" with the scope `{surface.scope}`" if surface.scope else ""
+        view: Any = self.view
+        return f"{text}\n\nCredentials: {kinds}{scope}. Rate class: `{view.rate_class_for(self.method)}`."
+
+    def _surface(self) -> str:
+        operation = self._operation()
+        view: Any = self.view
+        return operation.surface if operation else str(view.surface)
+
+    def get_tags(self) -> list[str]:
+        return [self.path.removeprefix("/api/v1/").split("/")[0] or "api"]
+
+    def get_request_serializer(self) -> Any:
+        if self.method not in ("POST", "PATCH", "PUT"):
+            return None
+        operation = self._operation()
+        if operation is not None:
+            return operation.definition.input_model
+        return getattr(self.view, "request_model", None)
+
+    def get_response_serializers(self) -> Any:
+        operation = self._operation()
+        if operation is not None:
+            responses: dict[int, Any] = {operation.status: operation.definition.output_model}
+        else:
+            responses = dict(getattr(self.view, "response_models", {}))
+        for status, description in ERRORS.items():
+            responses.setdefault(status, OpenApiResponse(response=ErrorOut, description=description))
+        return responses
+
+    def get_operation_id(self) -> str:
+        operation = self._operation()
+        if operation is not None:
+            return str(operation.tool)
+        return str(getattr(self.view, "operation_id", None) or super().get_operation_id())
+
+    def get_override_parameters(self) -> list[Any]:
+        operation = self._operation()
+        if operation is None or self.method not in ("GET", "DELETE"):
+            return []
+        model = operation.definition.input_model
+        properties = model.model_json_schema().get("properties", {})
+        in_path = set(self.view.kwargs.keys()) if getattr(self.view, "kwargs", None) else set()
+        parameters: list[Any] = []
+        for name, field in model.model_fields.items():
+            if name in in_path or f"{{{name}}}" in self.path:
+                continue
+            kind, many = _json_type(properties.get(name, {}))
+            parameters.append(
+                OpenApiParameter(
+                    name=name, type=kind, many=many, required=field.is_required(),
+                    location=OpenApiParameter.QUERY, description=field.description or "",
+                )
+            )  # fmt: skip
+        return parameters
+
+
+class BearerScheme(OpenApiAuthenticationExtension):  # type: ignore[misc,no-untyped-call]
+    target_class = "api.auth.BearerAuthentication"
+    name = "bearer"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": (
+                "An OAuth 2.1 access token bound to the resource /api/v1, a personal API token (bmt_…), "
+                "a question credential (bqc_…) or a build credential (bld_…). Each endpoint says which kinds "
+                "and scope it accepts."
+            ),
+        }
+
+
+class SessionScheme(OpenApiAuthenticationExtension):  # type: ignore[misc,no-untyped-call]
+    target_class = "api.auth.SessionCallerAuthentication"
+    name = "session"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "apiKey", "in": "cookie", "name": "sessionid",
+                "description": "A signed-in browser; unsafe methods need the CSRF token."}  # fmt: skip
+
+
+def only_v1(endpoints: list[tuple[str, str, str, Any]], **kwargs: Any) -> list[tuple[str, str, str, Any]]:
+    """The document covers REST v1 only (not the schema and docs views themselves)."""
+    return [
+        endpoint
+        for endpoint in endpoints
+        if endpoint[0].startswith("/api/v1/") and not endpoint[0].startswith(("/api/v1/schema", "/api/v1/docs"))
+    ]

@@ -1,0 +1,145 @@
+"""REST v1 end to end through the real stack: pages, search, memories, questions, builds,
+the error shape, the OpenAPI document and its docs UI served from our own origin."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.contrib.staticfiles import finders
+from django.test import Client
+from drf_spectacular.validation import validate_schema
+
+from answers.services import question_credential_issue
+from grants.principals import SYSTEM
+from memory.services import api_token_issue
+from tests.base import BrainTestCase, publish
+
+PRICE_LIST = "topics/pricing/price-list.md"
+
+
+class RestTests(BrainTestCase):
+    def setUp(self) -> None:
+        publish(PRICE_LIST, title="Price list", body="# Price list\n\n## Plans\n\nTeam plan at 12 EUR per seat.\n")
+        self.token = api_token_issue(
+            actor=self.alice, name="cli", scopes=["memory", "corpus:read", "sources:write", "builds:write"]
+        )[1]
+        self.api = Client(HTTP_AUTHORIZATION=f"Bearer {self.token}")
+
+    def post(self, url: str, body: dict[str, Any]) -> Any:
+        return self.api.post(url, data=json.dumps(body), content_type="application/json")
+
+    def test_pages_read_list_and_search_under_the_callers_grants(self) -> None:
+        page = self.api.get(f"/api/v1/pages/{PRICE_LIST}")
+        assert page.status_code == 200
+        assert page.json()["title"] == "Price list"
+        listed = self.api.get("/api/v1/pages", {"prefix": "topics/pricing/"}).json()
+        assert [p["path"] for p in listed["pages"]] == [PRICE_LIST]
+        found = self.api.get("/api/v1/search", {"query": "team plan seat price", "k": "3"}).json()
+        assert found["results"][0]["path"] == PRICE_LIST
+        # Charlie (admin, no grants) gets 404 for the same page: not permitted looks like missing.
+        charlie = Client(HTTP_AUTHORIZATION=f"Bearer {api_token_issue(actor=self.charlie, name='c')[1]}")
+        hidden = charlie.get(f"/api/v1/pages/{PRICE_LIST}")
+        missing = charlie.get("/api/v1/pages/topics/pricing/nothing.md")
+        assert hidden.status_code == missing.status_code == 404
+        assert hidden.json()["error"]["message"] == missing.json()["error"]["message"]
+
+    def test_memories_round_trip_and_the_team_argument(self) -> None:
+        created = self.post("/api/v1/memories", {"content": "We ship on Thursdays.", "team": "company"})
+        assert created.status_code == 201, created.content
+        memory_id = created.json()["id"]
+        assert self.api.get(f"/api/v1/memories/{memory_id}").json()["content"] == "We ship on Thursdays."
+        patched = self.api.patch(
+            f"/api/v1/memories/{memory_id}", data=json.dumps({"content": "We ship on Fridays."}),
+            content_type="application/json",
+        )  # fmt: skip
+        assert patched.status_code == 200
+        assert patched.json()["content"] == "We ship on Fridays."
+        recalled = self.api.get("/api/v1/memories/recall", {"query": "when do we ship"}).json()
+        assert recalled["results"][0]["id"] == memory_id
+        wrong = self.post("/api/v1/memories", {"content": "x", "team": "marketing"})
+        assert wrong.status_code == 400
+        assert "this brain has one team" in wrong.json()["error"]["message"]
+        assert self.api.get("/api/v1/team/workspaces").json()["teams"][0]["id"] == "company"
+        assert self.api.delete(f"/api/v1/memories/{memory_id}").status_code == 200
+        assert self.api.get(f"/api/v1/memories/{memory_id}").status_code == 404
+
+    def test_bad_arguments_name_the_field(self) -> None:
+        response = self.api.get("/api/v1/search", {"query": "x", "k": "many"})
+        assert response.status_code == 400
+        body = response.json()
+        assert body["error"]["code"] == "invalid"
+        assert body["fields"][0]["field"] == "k"
+        typo = self.api.get("/api/v1/search", {"qeury": "x"})
+        assert typo.status_code == 400
+        assert "qeury" in typo.json()["error"]["message"]
+        assert self.api.post("/api/v1/memories", data="[1]", content_type="application/json").status_code == 400
+
+    def test_a_question_credential_asks_and_awaits(self) -> None:
+        raw = question_credential_issue(actor=SYSTEM, name="bot", member=self.alice)[1]
+        bot = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+        with self.captureOnCommitCallbacks(execute=False):
+            asked = bot.post("/api/v1/questions", data=json.dumps({"question": "What does the team plan cost?"}),
+                             content_type="application/json")  # fmt: skip
+        assert asked.status_code == 202, asked.content
+        question_id = asked.json()["question_id"]
+        waited = bot.get(f"/api/v1/questions/{question_id}", {"wait_seconds": "0"})
+        assert waited.status_code == 200
+        assert waited.json()["status"] in ("queued", "running", "answered", "refused")
+
+    def test_open_a_build_and_use_its_credential_once_shown(self) -> None:
+        opened = self.post("/api/v1/builds", {"title": "Price update", "purpose": "New seat price"})
+        assert opened.status_code == 201, opened.content
+        body = opened.json()
+        assert body["credential"].startswith("bld_")
+        agent = Client(HTTP_AUTHORIZATION=f"Bearer {body['credential']}")
+        status = agent.get(f"/api/v1/builds/{body['id']}")
+        assert status.status_code == 200
+        assert status.json()["status"] == "open"
+        # The agent's credential is bound to its build: another build is 404, like a missing one.
+        other = self.post("/api/v1/builds", {"title": "Other"}).json()["id"]
+        assert agent.get(f"/api/v1/builds/{other}").status_code == 404
+        assert self.api.get(f"/api/v1/builds/{other}").status_code == 200
+        bob = Client(
+            HTTP_AUTHORIZATION=f"Bearer {api_token_issue(actor=self.bob, name='b', scopes=['builds:write'])[1]}"
+        )
+        assert bob.get(f"/api/v1/builds/{other}").status_code == 404
+
+    def test_errors_carry_the_request_id_and_no_internals(self) -> None:
+        response = Client(HTTP_AUTHORIZATION="Bearer bmt_nope").get("/api/v1/pages")
+        assert response.status_code == 401
+        assert response["WWW-Authenticate"].startswith("Bearer")
+        error = response.json()["error"]
+        assert error["request_id"] == response["x-request-id"]
+        assert set(error) == {"code", "message", "request_id"}
+
+
+class SchemaTests(BrainTestCase):
+    def test_the_openapi_document_is_valid_3_1_and_covers_every_operation(self) -> None:
+        response = Client().get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+        assert response.status_code == 200
+        document = json.loads(response.content)
+        assert document["openapi"].startswith("3.1")
+        validate_schema(document)  # type: ignore[no-untyped-call]
+        operations = {op["operationId"] for path in document["paths"].values() for op in path.values()}
+        for name in ("read_page", "find_page", "search", "remember", "recall", "ask", "await_answer", "open_build"):
+            assert name in operations
+        assert set(document["components"]["securitySchemes"]) == {"bearer", "session"}
+        search = document["paths"]["/api/v1/search"]["get"]
+        assert {p["name"] for p in search["parameters"]} >= {"query", "k", "prefix"}
+        assert "corpus:read" in search["description"]
+
+    def test_the_docs_ui_loads_everything_from_our_own_origin(self) -> None:
+        page = Client().get("/api/v1/docs/")
+        assert page.status_code == 200
+        html = page.content.decode()
+        references = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert references
+        for reference in references:
+            assert reference.startswith("/"), f"external reference in the docs UI: {reference}"
+            if reference.startswith("/static/"):
+                assert finders.find(reference.removeprefix("/static/").split("?")[0]), reference
+            else:
+                assert Client().get(reference).status_code == 200, reference
+        assert "<script>" not in html  # the CSP allows no inline script: the split view serves it
