@@ -5,9 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as ArgsInvalid
+from rest_framework.exceptions import Throttled
+from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,9 +19,19 @@ from rest_framework.views import APIView
 from api.auth import BearerAuthentication, RateWindowThrottle, SessionCallerAuthentication, SurfacePermission
 from api.operations import Operation, ToolView, invalid_arguments
 from brain.callers import BUILD, Caller
+from brain.errors import error_body
 from builds.models import Build
 from builds.services import build_credential_issue, build_open
 from grants.models import Member
+
+
+class PlainTextLinesParser(BaseParser):
+    """JSON lines arrive as they are; ``memory.api.import_records`` checks each line."""
+
+    media_type = "application/x-ndjson"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        return {}  # the view reads ``request.body`` itself, line by line
 
 
 def _op(tool: str, surface: str, status: int = 200) -> Operation:
@@ -165,6 +179,29 @@ class BuildSubmit(BuildView):
     operations = {"POST": _op("submit_for_review", "builds.own")}
 
 
+class PlainView(APIView):
+    """A REST v1 endpoint that is not an MCP tool: its surface, rate class and models by hand."""
+
+    authentication_classes = [BearerAuthentication, SessionCallerAuthentication]
+    permission_classes = [SurfacePermission]
+    throttle_classes = [RateWindowThrottle]
+    surface = ""
+    rate_class = "read"
+    operation_id = ""
+    request_model: type[BaseModel] | None = None
+    response_models: dict[int, Any] = {}
+
+    def rate_class_for(self, method: str | None) -> str:
+        return self.rate_class
+
+    def member(self, request: Request) -> Member:
+        caller = request.auth
+        assert isinstance(caller, Caller)  # SurfacePermission
+        if not isinstance(caller.principal, Member):
+            raise PermissionError("memories and uploads belong to people")
+        return caller.principal
+
+
 class OpenBuildArgs(BaseModel):
     title: str = Field(min_length=1, max_length=200, description="What the change is about")
     purpose: str = Field("", max_length=5000)
@@ -179,19 +216,14 @@ class OpenedBuild(BaseModel):
     mcp_url: str = Field(description="Where an agent uses the credential to write drafts")
 
 
-class Builds(APIView):
+class Builds(PlainView):
     """Open a change build and get its credential, shown once."""
 
-    authentication_classes = [BearerAuthentication, SessionCallerAuthentication]
-    permission_classes = [SurfacePermission]
-    throttle_classes = [RateWindowThrottle]
     surface = "builds.write"
+    rate_class = "write"
     operation_id = "open_build"
     request_model = OpenBuildArgs
     response_models = {201: OpenedBuild}
-
-    def rate_class_for(self, method: str | None) -> str:
-        return "write"
 
     def post(self, request: Request) -> Response:
         from django.conf import settings
@@ -209,3 +241,155 @@ class Builds(APIView):
             credential_expires_at=credential.expires_at.isoformat(), mcp_url=settings.BRAIN_BASE_URL + "/api/build/mcp",
         )  # fmt: skip
         return Response(opened.model_dump(mode="json"), status=201)
+
+
+# --------------------------------------------------------------------------- beyond the tools
+
+
+class CountOut(BaseModel):
+    count: int
+
+
+class MemoryCount(PlainView):
+    """How many memories you can see (optionally in one workspace)."""
+
+    surface = "memory"
+    operation_id = "count_memories"
+    response_models = {200: CountOut}
+
+    def get(self, request: Request) -> Response:
+        from memory.models import Memory
+
+        visible = Memory.objects.visible_to(self.member(request))
+        workspace = request.query_params.get("workspace")
+        if workspace:
+            if workspace not in ("personal", "company"):
+                return Response(error_body("invalid", "workspace must be personal or company"), status=400)
+            visible = visible.filter(workspace=workspace)
+        return Response(CountOut(count=visible.count()).model_dump())
+
+
+class StatsOut(BaseModel):
+    total: int
+    workspace: dict[str, int]
+    status: dict[str, int]
+    kind: dict[str, int]
+    top_tags: dict[str, int]
+
+
+class MemoryStats(PlainView):
+    """Counts of the memories you can see, by workspace, status and kind, and the top tags."""
+
+    surface = "memory"
+    operation_id = "memory_stats"
+    response_models = {200: StatsOut}
+
+    def get(self, request: Request) -> Response:
+        from collections import Counter
+
+        from memory.models import Memory
+
+        visible = Memory.objects.visible_to(self.member(request))
+        by = {field: dict(Counter(visible.values_list(field, flat=True))) for field in ("workspace", "status", "kind")}
+        tags: Counter[str] = Counter()
+        for row in visible.values_list("tags", flat=True):
+            tags.update(row)
+        stats = StatsOut(total=visible.count(), **by, top_tags=dict(tags.most_common(20)))
+        return Response(stats.model_dump())
+
+
+class MemoryExport(PlainView):
+    """Everything you wrote (both layers) as JSON lines, streamed oldest first."""
+
+    surface = "memory"
+    operation_id = "export_memories"
+    response_models = {200: OpenApiResponse(response=OpenApiTypes.STR, description="JSON lines, one memory each")}
+
+    def get(self, request: Request) -> StreamingHttpResponse:
+        from memory.api import export_lines
+
+        response = StreamingHttpResponse(export_lines(self.member(request)), content_type="application/x-ndjson")
+        response["Content-Disposition"] = 'attachment; filename="brain-memories.jsonl"'
+        return response
+
+
+class ImportLine(BaseModel):
+    line: int
+    outcome: str
+    id: str | None = None
+    error: str | None = None
+
+
+class ImportOut(BaseModel):
+    results: list[ImportLine]
+
+
+class MemoryImport(PlainView):
+    """Capture up to 500 JSON lines (``{"content": …}`` a line); all are checked before any is stored."""
+
+    surface = "memory"
+    rate_class = "upload"
+    operation_id = "import_memories"
+    parser_classes = [PlainTextLinesParser]
+    response_models = {200: ImportOut}
+
+    def post(self, request: Request) -> Response:
+        from memory.api import import_records
+
+        status, answer = import_records(self.member(request), request.body)
+        if status == 429:
+            raise Throttled(wait=answer["retry_after"])
+        return Response(answer, status=status)
+
+
+class UploadOut(BaseModel):
+    key: str
+    citation: str
+    status_url: str
+    extraction: dict[str, Any]
+
+
+class SourceUpload(PlainView):
+    """Upload a document (multipart: file, key?, title?, category?, sensitivity?); it is extracted in
+    the background. Answers 202 with where to watch its extraction."""
+
+    surface = "sources.write"
+    rate_class = "upload"
+    operation_id = "upload_source"
+    parser_classes = [MultiPartParser]
+    response_models = {202: UploadOut}
+
+    def post(self, request: Request) -> Response:
+        from ingest.views import extraction_status, ingest_upload
+
+        extraction = ingest_upload(member=self.member(request), upload=request.FILES.get("file"), fields=request.data)
+        key = extraction.document.source.key
+        body = UploadOut(key=key, citation=f"capture:{key}", status_url=f"/api/v1/sources/{key}/status",
+                         extraction=extraction_status(extraction))  # fmt: skip
+        return Response(body.model_dump(), status=202)
+
+
+class StatusOut(BaseModel):
+    key: str
+    title: str
+    extraction: dict[str, Any] | None
+
+
+class SourceStatus(PlainView):
+    """The extraction status of a source you can read (an upload in progress included)."""
+
+    surface = "sources.read"
+    operation_id = "source_status"
+    response_models = {200: StatusOut}
+
+    def get(self, request: Request, key: str) -> Response:
+        from corpus.selectors import source_get_visible
+        from ingest.views import extraction_status, latest_extraction
+
+        caller = request.auth
+        assert isinstance(caller, Caller)
+        found = source_get_visible(principal=caller.principal, key=key)
+        extraction = latest_extraction(found)
+        body = StatusOut(key=found.key, title=found.title,
+                         extraction=extraction_status(extraction) if extraction else None)  # fmt: skip
+        return Response(body.model_dump())

@@ -41,22 +41,30 @@ def _member(request: HttpRequest) -> Member:
     return member
 
 
-def _latest(source: Source) -> Extraction | None:
+def latest_extraction(source: Source) -> Extraction | None:
     document = getattr(source, "document", None)
     return document.extractions.order_by("-created_at").first() if document is not None else None
 
 
 def _ingest_from_request(request: HttpRequest, member: Member) -> Extraction:
-    upload = request.FILES.get("file")
+    return ingest_upload(member=member, upload=request.FILES.get("file"), fields=request.POST)
+
+
+def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Extraction:
+    """Store an uploaded file as a capture and queue its extraction (web form, legacy and REST v1).
+
+    ``fields`` holds the optional key, title, category and sensitivity. A missing or
+    oversized file is ``ValidationError`` naming it, before any byte is read into memory.
+    """
     if upload is None:
         raise ValidationError({"file": "choose a file to upload"})
     limit = int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"])
     if upload.size is not None and upload.size > limit:  # before reading it into memory
         raise ValidationError({"file": f"the file is {upload.size:,} bytes; the limit is {limit:,}"})
     return document_ingest(
-        actor=member, filename=upload.name or "upload", data=upload.read(), key=request.POST.get("key") or None,
-        title=request.POST.get("title") or None, category=request.POST.get("category") or None,
-        sensitivity=request.POST.get("sensitivity") or "ordinary",
+        actor=member, filename=upload.name or "upload", data=upload.read(), key=fields.get("key") or None,
+        title=fields.get("title") or None, category=fields.get("category") or None,
+        sensitivity=fields.get("sensitivity") or "ordinary",
     )  # fmt: skip
 
 
@@ -98,7 +106,7 @@ def source(request: HttpRequest, key: str) -> HttpResponseBase:
         found = source_get_visible(principal=_member(request), key=key)
     except Source.DoesNotExist as exc:
         raise Http404 from exc
-    context: dict[str, Any] = {"source": found, "extraction": _latest(found)}
+    context: dict[str, Any] = {"source": found, "extraction": latest_extraction(found)}
     template = "ingest/_status.html" if request.headers.get("HX-Request") else "ingest/source.html"
     return render(request, template, context)
 
@@ -145,7 +153,7 @@ def retry(request: HttpRequest, key: str) -> HttpResponseBase:
         found = source_get_visible(principal=member, key=key)
     except Source.DoesNotExist as exc:
         raise Http404 from exc
-    extraction = _latest(found)
+    extraction = latest_extraction(found)
     if extraction is None or extraction.document.uploaded_by_id != member.pk:
         raise Http404
     with contextlib.suppress(ValidationError):  # not failed (any more): the page shows its state
@@ -153,7 +161,7 @@ def retry(request: HttpRequest, key: str) -> HttpResponseBase:
     return redirect("ingest:source", key=key)
 
 
-def _status(extraction: Extraction) -> dict[str, Any]:
+def extraction_status(extraction: Extraction) -> dict[str, Any]:
     return {
         "id": extraction.pk, "status": extraction.status, "error": extraction.error, "extractor": extraction.extractor,
         "extractor_version": extraction.extractor_version, "char_count": extraction.char_count,
@@ -183,7 +191,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
     except PermissionDenied as denied:
         return json_error("forbidden", str(denied) or "You may not add captures there.", 403)
     key = extraction.document.source.key
-    body = {"key": key, "citation": f"capture:{key}", "extraction": _status(extraction),
+    body = {"key": key, "citation": f"capture:{key}", "extraction": extraction_status(extraction),
             "status_url": reverse("ingest:api-source", kwargs={"key": key})}  # fmt: skip
     return JsonResponse(body, status=202)
 
@@ -198,7 +206,7 @@ def api_source(request: HttpRequest, key: str) -> HttpResponse:
         found = source_get_visible(principal=member, key=key)
     except Source.DoesNotExist:
         return json_error("not_found", "Not found.", 404)
-    extraction = _latest(found)
+    extraction = latest_extraction(found)
     return JsonResponse(
-        {"key": found.key, "title": found.title, "extraction": _status(extraction) if extraction else None}
+        {"key": found.key, "title": found.title, "extraction": extraction_status(extraction) if extraction else None}
     )

@@ -291,8 +291,20 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
     Beyond the call itself (``upload`` class), every record counts in the ``import`` class:
     each is embedded, and a person's embeddings per minute are bounded.
     """
+    status, answer = import_records(member, request.body)
+    if status == 429:
+        return throttled(request, RateLimited(int(answer["retry_after"])),
+                         "Too many records imported this minute; retry after {seconds} seconds.", api=True)  # fmt: skip
+    return JsonResponse(answer, status=status)
+
+
+def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
+    """Capture up to 500 JSON lines through the full pipeline; every line is checked before any
+    is stored. Returns (HTTP status, body): 200 with a result per line, 400 naming each bad
+    line (nothing stored), or 429 with ``retry_after`` when the records are over the window.
+    """
     try:
-        lines = [line for line in request.body.decode("utf-8").splitlines() if line.strip()]
+        lines = [line for line in body.decode("utf-8").splitlines() if line.strip()]
     except UnicodeDecodeError as exc:
         raise MemoryInvalid("the body must be UTF-8 JSON lines") from exc
     if not lines:
@@ -312,15 +324,13 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
             continue
         records.append(record)
     if problems:
-        body = error_body("invalid", "nothing was imported")
-        body["error"]["lines"] = problems
-        return JsonResponse(body, status=400)
+        refusal = error_body("invalid", "nothing was imported")
+        refusal["error"]["lines"] = problems
+        return 400, refusal
     try:
         hit(principal_key=f"member:{member.pk}", rate_class="import", cost=len(records))
     except RateLimited as limited:
-        return throttled(
-            request, limited, "Too many records imported this minute; retry after {seconds} seconds.", api=True
-        )
+        return 429, {"retry_after": limited.retry_after}
     results = []
     for number, record in enumerate(records, start=1):
         try:
@@ -334,4 +344,4 @@ def import_lines(request: HttpRequest, member: Member) -> HttpResponse:
             results.append({"line": number, "outcome": result.outcome, "id": str(result.memory.pk)})
         except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
             results.append({"line": number, "outcome": "refused", "error": str(invalid)})
-    return JsonResponse({"results": results})
+    return 200, {"results": results}

@@ -65,6 +65,46 @@ class RestTests(BrainTestCase):
         assert self.api.delete(f"/api/v1/memories/{memory_id}").status_code == 200
         assert self.api.get(f"/api/v1/memories/{memory_id}").status_code == 404
 
+    def test_count_stats_export_and_import(self) -> None:
+        facts = ["Deploys happen on Thursdays.", "The office plant needs water weekly.", "Invoices go out on the 1st."]
+        lines = "\n".join(json.dumps({"content": fact}) for fact in facts)
+        imported = self.api.post("/api/v1/memories/import", data=lines, content_type="application/x-ndjson")
+        assert imported.status_code == 200, imported.content
+        assert [r["outcome"] for r in imported.json()["results"]] == ["stored"] * 3
+        bad = self.api.post(
+            "/api/v1/memories/import", data='{"content": "ok"}\nnot json', content_type="application/x-ndjson"
+        )
+        assert bad.status_code == 400
+        assert self.api.get("/api/v1/memories/count").json() == {"count": 3}
+        assert self.api.get("/api/v1/memories/stats").json()["total"] == 3
+        exported = self.api.get("/api/v1/memories/export")
+        assert exported.status_code == 200
+        rows = [json.loads(line) for line in b"".join(exported.streaming_content).decode().splitlines()]
+        assert len(rows) == 3
+        assert self.api.get("/api/v1/memories/count", {"workspace": "nowhere"}).status_code == 400
+
+    def test_upload_a_document_and_watch_its_extraction(self) -> None:
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from grants.services import grant_issue
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        upload = SimpleUploadedFile("notes.md", b"# Kickoff\n\nWe agreed on Thursdays.\n", content_type="text/markdown")
+        with self.captureOnCommitCallbacks(execute=True):
+            response = self.api.post("/api/v1/uploads", data={"file": upload, "title": "Kickoff notes"})
+        assert response.status_code == 202, response.content
+        key = response.json()["key"]
+        status = self.api.get(f"/api/v1/sources/{key}/status")
+        assert status.status_code == 200
+        assert status.json()["title"] == "Kickoff notes"
+        missing = self.api.post("/api/v1/uploads", data={"title": "no file"})
+        assert missing.status_code == 400
+        assert "file" in missing.json()["error"]["message"]
+        memory_only = Client(
+            HTTP_AUTHORIZATION=f"Bearer {api_token_issue(actor=self.alice, name='m', scopes=['memory'])[1]}"
+        )
+        assert memory_only.post("/api/v1/uploads", data={"file": upload}).status_code == 403
+
     def test_bad_arguments_name_the_field(self) -> None:
         response = self.api.get("/api/v1/search", {"query": "x", "k": "many"})
         assert response.status_code == 400
