@@ -12,9 +12,10 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 
 # Reinstall only when the pinned requirements change.
-$(STAMP): requirements.txt requirements-nodeps.txt constraints.txt | $(PY)
+$(STAMP): requirements.txt requirements-nodeps.txt constraints.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
 run: $(STAMP)

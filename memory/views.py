@@ -23,7 +23,7 @@ from grants.models import Member
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
-from memory.models import LinkType, Memory, MemoryApiToken, Workspace
+from memory.models import PERSONAL_TOKEN_SCOPES, LinkType, Memory, MemoryApiToken, Workspace, default_personal_scopes
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
     api_token_issue,
@@ -185,9 +185,24 @@ def tokens(request: HttpRequest, member: Member) -> HttpResponseBase:
                 raise Http404 from exc
             messages.success(request, "Token revoked: it stops working at once.")
             return redirect("memory:tokens")
-        _, raw = api_token_issue(actor=member, name=request.POST.get("name", ""))
+        try:
+            _, raw = api_token_issue(
+                actor=member, name=request.POST.get("name", ""), scopes=request.POST.getlist("scopes")
+            )
+        except MemoryInvalid as invalid:
+            messages.error(request, str(invalid))
+            return redirect("memory:tokens")
         request.session[_ISSUED_SESSION_KEY] = raw
         return redirect("memory:tokens")
     issued = request.session.pop(_ISSUED_SESSION_KEY, None)
     rows = MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True)
-    return render(request, "memory/tokens.html", {"tokens": rows, "issued": issued})
+    scopes = [(scope, SCOPE_HELP[scope], scope in default_personal_scopes()) for scope in PERSONAL_TOKEN_SCOPES]
+    return render(request, "memory/tokens.html", {"tokens": rows, "issued": issued, "scopes": scopes})
+
+
+SCOPE_HELP = {
+    "memory": "your memories and the team's shared ones",
+    "corpus:read": "read and search the pages and sources you can read; ask questions",
+    "sources:write": "upload documents and tag sources",
+    "builds:write": "open builds that propose page changes for review",
+}

@@ -339,7 +339,9 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
             )
             self.responses.append(response.content.decode())
             assert response.status_code < 500
-            response = self.client.post("/account/memory-tokens/", {"name": f"cli {AWS}"}, follow=True)
+            response = self.client.post(
+                "/account/memory-tokens/", {"name": f"cli {AWS}", "scopes": ["memory"]}, follow=True
+            )
             self.responses.append(response.content.decode())
             assert "name refused" in response.content.decode()
         self.assert_nothing_leaked(logs.getvalue())

@@ -62,8 +62,11 @@ class DashboardTests(TestCase):
 
     def test_tokens_are_shown_once_and_revoked_from_the_page(self) -> None:
         self.client.force_login(self.alice.user)
-        issued = self.client.post("/account/memory-tokens/", {"name": "laptop"}, follow=True).context["issued"]
+        issued = self.client.post(
+            "/account/memory-tokens/", {"name": "laptop", "scopes": ["memory", "corpus:read"]}, follow=True
+        ).context["issued"]
         assert issued.startswith("bmt_")
+        assert MemoryApiToken.objects.get(member=self.alice).scopes == ["corpus:read", "memory"]
         # Post, redirect, get: reloading neither issues another token nor shows this one again.
         again = self.client.get("/account/memory-tokens/")
         assert again.context["issued"] is None
@@ -77,3 +80,10 @@ class DashboardTests(TestCase):
         self.client.force_login(self.alice.user)
         self.client.post("/account/memory-tokens/", {"revoke": row.pk})
         assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {issued}").status_code == 401
+
+    def test_a_token_needs_at_least_one_scope_and_only_known_ones(self) -> None:
+        self.client.force_login(self.alice.user)
+        for scopes in ([], ["admin"]):
+            page = self.client.post("/account/memory-tokens/", {"name": "x", "scopes": scopes}, follow=True)
+            assert "scopes must be some of" in page.content.decode()
+        assert not MemoryApiToken.objects.filter(member=self.alice).exists()

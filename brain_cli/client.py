@@ -1,0 +1,84 @@
+"""The HTTP side of the CLI: one call, one line of error, one exit code per kind of failure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import httpx2 as httpx
+
+from brain_cli.config import Settings
+
+# Exit codes (documented in docs/api.md and ``brain --help``).
+OK = 0
+REFUSED = 1  # the server refused the request (invalid input, conflict)
+USAGE = 2  # click's own: a bad option or argument
+UNAUTHORISED = 3  # no setup, or the token is unknown, expired, revoked or lacks the scope
+NOT_FOUND = 4  # not found (or not visible to you: the two look the same)
+UNAVAILABLE = 5  # the server cannot be reached, or failed
+RATE_LIMITED = 6  # over your rate window; retry later
+
+
+class CliError(Exception):
+    """A failure to print as one line, with its exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _failure(response: httpx.Response) -> CliError:
+    try:
+        error = response.json().get("error", {})
+        message = str(error.get("message") or response.reason_phrase)
+        request_id = error.get("request_id")
+    except ValueError:
+        message, request_id = response.reason_phrase or f"HTTP {response.status_code}", None
+    suffix = f" (request {request_id})" if request_id else ""
+    status = response.status_code
+    if status in (401, 403):
+        code = UNAUTHORISED
+        if status == 401:
+            message = f"{message} Run `brain setup` with a valid personal token."
+    elif status == 404:
+        code = NOT_FOUND
+    elif status == 429:
+        code = RATE_LIMITED
+        message = f"{message} Retry after {response.headers.get('Retry-After', '?')} s."
+    elif status >= 500:
+        code = UNAVAILABLE
+    else:
+        code = REFUSED
+    return CliError(f"{message}{suffix}", code)
+
+
+class Api:
+    """REST v1 of one server, as one person (their personal token)."""
+
+    def __init__(self, settings: Settings, *, timeout: float = 60.0) -> None:
+        self.base = settings.url + "/api/v1"
+        self.http = httpx.Client(
+            headers={"Authorization": f"Bearer {settings.token}", "User-Agent": "brain-cli"}, timeout=timeout
+        )
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self.http.request(method, self.base + path, **kwargs)
+        except httpx.HTTPError as error:
+            raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None
+        if response.status_code >= 400:
+            raise _failure(response)
+        return response.json()
+
+    def stream(self, path: str) -> Iterator[bytes]:
+        try:
+            with self.http.stream("GET", self.base + path) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _failure(response)
+                yield from response.iter_bytes()
+        except httpx.HTTPError as error:
+            raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None
+
+    def upload(self, name: str, handle: BinaryIO, fields: dict[str, str]) -> Any:
+        return self.call("POST", "/uploads", files={"file": (name, handle)}, data=fields)

@@ -1,0 +1,355 @@
+"""The ``brain`` command: your memories, the corpus search, questions and uploads from a shell.
+
+Every command talks to REST v1 with the personal token saved by ``brain setup``. ``--json``
+prints the server's answer as JSON for scripts. A failure prints one line on stderr and
+exits with a code that says what kind of failure it was (``brain_cli.client``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.table import Table
+
+from brain_cli import config
+from brain_cli.client import UNAUTHORISED, Api, CliError
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+EXIT_CODES = """Exit codes: 0 done; 1 refused by the server (invalid input); 2 bad usage;
+3 not set up, or the token is unknown, revoked or lacks the scope; 4 not found;
+5 server unreachable or failing; 6 rate limited."""
+
+
+class Context:
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def api(self) -> Api:
+        settings = config.load()
+        if settings is None:
+            raise CliError("not set up: run `brain setup --url URL --token TOKEN`", UNAUTHORISED)
+        return Api(settings)
+
+    def emit(self, data: Any, human: Callable[[Any], None]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        else:
+            human(data)
+
+
+def command(function: Callable[..., None]) -> Callable[..., None]:
+    """Turn a ``CliError`` into one line on stderr and its exit code (never a traceback)."""
+
+    @wraps(function)
+    def wrapped(*args: Any, **kwargs: Any) -> None:
+        try:
+            function(*args, **kwargs)
+        except CliError as error:
+            err.print(f"brain: {error}", markup=False)
+            sys.exit(error.code)
+        except OSError as error:
+            err.print(f"brain: {error.strerror or error}", markup=False)
+            sys.exit(1)
+
+    return wrapped
+
+
+@click.group(epilog=EXIT_CODES)
+@click.option("--json", "as_json", is_flag=True, help="Print the server's answer as JSON.")
+@click.version_option("1", prog_name="brain")
+@click.pass_context
+def cli(ctx: click.Context, as_json: bool) -> None:
+    """Brain from the command line: remember, recall, search, ask, upload."""
+    ctx.obj = Context(as_json)
+
+
+def _memory_line(memory: dict[str, Any]) -> None:
+    tags = f"  [{', '.join(memory['tags'])}]" if memory.get("tags") else ""
+    out.print(f"[bold]{memory['id']}[/bold]  {memory['workspace']}  {memory['status']}{tags}")
+    out.print(f"  {memory['content']}", markup=False)
+
+
+# --------------------------------------------------------------------------- setup
+
+
+@cli.command()
+@click.option("--url", prompt="Brain URL (e.g. https://brain.example.org)", help="The server's address.")
+@click.option("--token", prompt="Personal token (bmt_…)", hide_input=True, help="From Security → Personal API tokens.")
+@click.pass_obj
+@command
+def setup(ctx: Context, url: str, token: str) -> None:
+    """Save the server URL and your personal token (checked first; stored readable by you only)."""
+    settings = config.Settings(url=url.strip().rstrip("/"), token=token.strip())
+    teams = Api(settings).call("GET", "/team/workspaces")
+    path = config.save(settings)
+    ctx.emit({"saved": str(path), "teams": teams["teams"]}, lambda _: out.print(f"Saved to {path}. Ready."))
+
+
+# --------------------------------------------------------------------------- memories
+
+
+@cli.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option("--workspace", type=click.Choice(["personal", "company"]), help="Where it lands (default: yours).")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeat for more).")
+@click.pass_obj
+@command
+def remember(ctx: Context, text: tuple[str, ...], workspace: str | None, tags: tuple[str, ...]) -> None:
+    """Store a memory."""
+    body: dict[str, Any] = {"content": " ".join(text)}
+    if workspace:
+        body["workspace"] = workspace
+    if tags:
+        body["tags"] = list(tags)
+    answer = ctx.api().call("POST", "/memories", json=body)
+    ctx.emit(answer, lambda a: out.print(f"{a['outcome'].capitalize()}: {a['id']} ({a['workspace']})"))
+
+
+@cli.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 20))
+@click.pass_obj
+@command
+def recall(ctx: Context, query: tuple[str, ...], limit: int) -> None:
+    """Find memories by meaning."""
+    answer = ctx.api().call("GET", "/memories/recall", params={"query": " ".join(query), "topK": limit})
+
+    def human(a: dict[str, Any]) -> None:
+        if not a["results"]:
+            out.print("Nothing recalled.")
+        for item in a["results"]:
+            _memory_line(item)
+
+    ctx.emit(answer, human)
+
+
+@cli.command(name="list")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 50))
+@click.option("--tag")
+@click.option("--workspace", type=click.Choice(["personal", "company"]))
+@click.pass_obj
+@command
+def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | None) -> None:
+    """Your most recent memories."""
+    params: dict[str, Any] = {"n": limit}
+    if tag:
+        params["tag"] = tag
+    if workspace:
+        params["workspace"] = workspace
+    answer = ctx.api().call("GET", "/memories", params=params)
+
+    def human(a: dict[str, Any]) -> None:
+        if not a["memories"]:
+            out.print("No memories.")
+        for memory in a["memories"]:
+            _memory_line(memory)
+
+    ctx.emit(answer, human)
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.pass_obj
+@command
+def get(ctx: Context, memory_id: str) -> None:
+    """Show one memory."""
+    ctx.emit(ctx.api().call("GET", f"/memories/{memory_id}"), _memory_line)
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+@command
+def forget(ctx: Context, memory_id: str, yes: bool) -> None:
+    """Delete a memory for good."""
+    if not yes and sys.stdin.isatty():
+        click.confirm(f"Forget {memory_id} permanently?", abort=True)
+    answer = ctx.api().call("DELETE", f"/memories/{memory_id}")
+    ctx.emit(answer, lambda _: out.print(f"Forgotten: {memory_id}"))
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--to", "workspace", type=click.Choice(["company", "personal"]), default="company", show_default=True)
+@click.pass_obj
+@command
+def share(ctx: Context, memory_id: str, workspace: str) -> None:
+    """Move a memory to the team layer (or back to yours)."""
+    answer = ctx.api().call("POST", f"/memories/{memory_id}/share", json={"workspace": workspace})
+    ctx.emit(answer, lambda _: out.print(f"Moved to {workspace}: {memory_id}"))
+
+
+@cli.command()
+@click.pass_obj
+@command
+def stats(ctx: Context) -> None:
+    """Counts of the memories you can see."""
+    answer = ctx.api().call("GET", "/memories/stats")
+
+    def human(a: dict[str, Any]) -> None:
+        table = Table("", "count", show_header=False)
+        table.add_row("total", str(a["total"]))
+        for group in ("workspace", "status", "kind"):
+            for name, number in sorted(a[group].items()):
+                table.add_row(f"{group}: {name}", str(number))
+        out.print(table)
+
+    ctx.emit(answer, human)
+
+
+@cli.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="File to write (default: stdout).")
+@click.pass_obj
+@command
+def export(ctx: Context, output: str | None) -> None:
+    """Everything you wrote, as JSON lines (streamed)."""
+    chunks = ctx.api().stream("/memories/export")
+    if output is None:
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        return
+    written = 0
+    with open(output, "wb") as handle:
+        for chunk in chunks:
+            written += handle.write(chunk)
+    if not ctx.as_json:
+        err.print(f"Wrote {written:,} bytes to {output}")
+
+
+# --------------------------------------------------------------------------- the corpus
+
+
+@cli.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("-k", "--limit", default=10, show_default=True, type=click.IntRange(1, 50))
+@click.option("--prefix", help="Only pages under this path prefix.")
+@click.pass_obj
+@command
+def search(ctx: Context, query: tuple[str, ...], limit: int, prefix: str | None) -> None:
+    """Search the pages you can read."""
+    params: dict[str, Any] = {"query": " ".join(query), "k": limit}
+    if prefix:
+        params["prefix"] = prefix
+    answer = ctx.api().call("GET", "/search", params=params)
+
+    def human(a: dict[str, Any]) -> None:
+        if not a["results"]:
+            out.print("No results.")
+        for hit in a["results"]:
+            out.print(f"[bold]{hit['path']}[/bold]  {hit['title']}", highlight=False)
+            out.print(f"  {hit['snippet']}", markup=False)
+
+    ctx.emit(answer, human)
+
+
+@cli.command()
+@click.argument("question", nargs=-1, required=True)
+@click.option("--timeout", default=120, show_default=True, type=click.IntRange(1, 3600), help="Seconds to wait.")
+@click.pass_obj
+@command
+def ask(ctx: Context, question: tuple[str, ...], timeout: int) -> None:
+    """Ask a question; the answer cites pages (or says why there is none)."""
+    api = ctx.api()
+    filed = api.call("POST", "/questions", json={"question": " ".join(question)})
+    deadline = time.monotonic() + timeout
+    answer = filed
+    with err.status("Waiting for the answer…", spinner="dots") if not ctx.as_json else _nothing():
+        while True:
+            answer = api.call("GET", f"/questions/{filed['question_id']}", params={"wait_seconds": 10})
+            if answer["status"] in ("answered", "refused", "failed") or time.monotonic() > deadline:
+                break
+
+    def human(a: dict[str, Any]) -> None:
+        if a["status"] == "answered":
+            out.print(a["answer"], markup=False)
+            out.print("Sources: " + ", ".join(a["citations"]), markup=False)
+        elif a["status"] in ("refused", "failed"):
+            out.print(f"No answer: {a['refusal_reason']}", markup=False)
+        else:
+            out.print(f"Still {a['status']} after {timeout} s; question {a['question_id']}.")
+
+    ctx.emit(answer, human)
+    if answer["status"] not in ("answered",):
+        sys.exit(1 if answer["status"] in ("refused", "failed") else 5)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _Counted:
+    """A file that reports how much of it has been read (the upload's progress)."""
+
+    def __init__(self, handle: BinaryIO, advance: Callable[[int], None]) -> None:
+        self.handle = handle
+        self.advance = advance
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.handle.read(size)
+        self.advance(len(chunk))
+        return chunk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+
+def _advancer(progress: Progress, task: Any) -> Callable[[int], None]:
+    def advance(read: int) -> None:
+        progress.advance(task, read)
+
+    return advance
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--title", help="Title of the capture (one file only).")
+@click.option("--category")
+@click.pass_obj
+@command
+def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: str | None) -> None:
+    """Upload documents; each is extracted in the background (PDF, DOCX, HTML, Markdown, text, VTT, SRT)."""
+    if title and len(files) > 1:
+        raise CliError("--title names one file; upload several without it", 2)
+    api = ctx.api()
+    results = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  console=err, disable=ctx.as_json) as progress:  # fmt: skip
+        for name in files:
+            path = Path(name)
+            task = progress.add_task(path.name, total=path.stat().st_size)
+            fields = {key: value for key, value in (("title", title), ("category", category)) if value}
+            with path.open("rb") as handle:
+                counted: Any = _Counted(handle, _advancer(progress, task))
+                results.append(api.upload(path.name, counted, fields))
+
+    def human(all_results: list[dict[str, Any]]) -> None:
+        for result in all_results:
+            out.print(f"Uploaded {result['key']} — extraction {result['extraction'].get('status', 'queued')}")
+
+    ctx.emit(results, human)
+
+
+def main() -> None:
+    """Entry point of the ``brain`` console script."""
+    try:
+        cli.main(prog_name="brain", standalone_mode=True)
+    except KeyboardInterrupt:
+        err.print("brain: interrupted")
+        sys.exit(130)

@@ -1,0 +1,123 @@
+"""The real ``brain`` executable against a live server: every command, ``--json`` parsed,
+and failures as one line with a meaningful exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.test import LiveServerTestCase
+
+from brain.celery import app as celery_app
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from memory.services import api_token_issue
+from tests.base import publish
+
+BRAIN = str(Path(sys.executable).with_name("brain"))
+
+
+class BrainCliTests(LiveServerTestCase):
+    def setUp(self) -> None:
+        self.alice = member_create(actor=SYSTEM, username="alice", email="alice@example.com", password="pw-alice-123")
+        grant_issue(actor=SYSTEM, member=self.alice, path="topics/", permission="read")
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        publish(
+            "topics/pricing/discounts.md", title="Discounts",
+            body="# Discounts\n\n## Approval\n\nA discount above 12% is approved by the finance lead.\n",
+        )  # fmt: skip
+        self.token = api_token_issue(actor=self.alice, name="cli")[1]
+        self.home = Path(tempfile.mkdtemp(prefix="brain-cli-"))
+        self.addCleanup(shutil.rmtree, self.home, True)
+        # Questions are answered by a worker; here the task runs where it is queued.
+        celery_app.conf.task_always_eager = True
+        self.addCleanup(setattr, celery_app.conf, "task_always_eager", False)
+
+    def brain(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        environment = {
+            key: value for key, value in os.environ.items() if not key.startswith(("BRAIN_URL", "BRAIN_TOKEN"))
+        }
+        environment.update({"BRAIN_CONFIG_DIR": str(self.home), "NO_COLOR": "1", "COLUMNS": "200", **(env or {})})
+        return subprocess.run(
+            [BRAIN, *args], capture_output=True, text=True, timeout=120, env=environment, stdin=subprocess.DEVNULL
+        )
+
+    def ok(self, *args: str) -> Any:
+        result = self.brain("--json", *args)
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+        return json.loads(result.stdout)
+
+    def test_every_command_against_a_live_server(self) -> None:
+        saved = self.ok("setup", "--url", self.live_server_url, "--token", self.token)
+        config = Path(saved["saved"])
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        assert json.loads(config.read_text())["token"] == self.token
+
+        stored = self.ok("remember", "We", "ship", "on", "Thursdays.", "--tag", "release")
+        assert stored["outcome"] == "stored"
+        memory_id = stored["id"]
+        assert self.ok("get", memory_id)["content"] == "We ship on Thursdays."
+        assert self.ok("recall", "when do we ship")["results"][0]["id"] == memory_id
+        assert [m["id"] for m in self.ok("list")["memories"]] == [memory_id]
+        assert "company" in self.ok("share", memory_id)["message"]
+        assert self.ok("get", memory_id)["workspace"] == "company"
+        assert self.ok("stats")["total"] == 1
+
+        exported = self.brain("export")
+        assert exported.returncode == 0, exported.stderr
+        assert json.loads(exported.stdout.splitlines()[0])["id"] == memory_id
+
+        hits = self.ok("search", "discount", "approval")["results"]
+        assert hits[0]["path"] == "topics/pricing/discounts.md"
+
+        answer = self.ok("ask", "Who approves a discount above 12%?", "--timeout", "30")
+        assert answer["status"] in ("answered", "refused"), answer
+        if answer["status"] == "answered":
+            assert "topics/pricing/discounts.md" in " ".join(answer["citations"])
+
+        document = self.home / "notes.md"
+        document.write_text("# Kickoff\n\nWe agreed to ship on Thursdays.\n")
+        uploaded = self.ok("upload", str(document))
+        assert uploaded[0]["key"]
+
+        assert self.ok("forget", memory_id, "--yes") is not None
+        missing = self.brain("get", memory_id)
+        assert missing.returncode == 4
+        assert missing.stderr.count("\n") == 1
+
+        human = self.brain("search", "discount")
+        assert human.returncode == 0
+        assert "topics/pricing/discounts.md" in human.stdout
+
+    def test_a_bad_token_is_one_line_and_a_non_zero_exit(self) -> None:
+        result = self.brain("search", "x", env={"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": "bmt_not-a-token"})
+        assert result.returncode == 3
+        assert result.stderr.startswith("brain: ")
+        assert result.stderr.count("\n") == 1
+        assert "Traceback" not in result.stderr
+
+    def test_not_set_up_unreachable_and_bad_usage(self) -> None:
+        assert self.brain("list").returncode == 3
+        down = self.brain("list", env={"BRAIN_URL": "http://127.0.0.1:9", "BRAIN_TOKEN": self.token})
+        assert down.returncode == 5
+        assert "cannot reach" in down.stderr
+        assert "Traceback" not in down.stderr
+        assert self.brain("remember").returncode == 2
+        scoped = api_token_issue(actor=self.alice, name="memory only", scopes=["memory"])[1]
+        refused = self.brain("search", "x", env={"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": scoped})
+        assert refused.returncode == 3
+        assert "corpus:read" in refused.stderr
+
+    def test_python_dash_m_works_too(self) -> None:
+        result = subprocess.run(
+            [sys.executable, "-m", "brain_cli", "--help"], capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0
+        assert "remember" in result.stdout
