@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from pydantic import ValidationError as ArgsInvalid
 from rest_framework.exceptions import Throttled
 from rest_framework.parsers import BaseParser, MultiPartParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -298,9 +299,17 @@ class MemoryStats(PlainView):
         return Response(stats.model_dump())
 
 
+class JsonLinesRenderer(JSONRenderer):
+    """Declares ``application/x-ndjson`` for a streamed export (its errors are still plain JSON)."""
+
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+
+
 class MemoryExport(PlainView):
     """Everything you wrote (both layers) as JSON lines, streamed oldest first."""
 
+    renderer_classes = [JSONRenderer, JsonLinesRenderer]
     surface = "memory"
     operation_id = "export_memories"
     response_models = {200: OpenApiResponse(response=OpenApiTypes.STR, description="JSON lines, one memory each")}
