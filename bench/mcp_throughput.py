@@ -63,9 +63,9 @@ class Run:
 
 
 async def drive(
-    url: str, headers: dict[str, str], body: bytes, clients: int, seconds: float, *, keepalive: bool
+    url: str, headers: dict[str, str], body: bytes | None, clients: int, seconds: float, *, keepalive: bool
 ) -> Run:
-    """``clients`` concurrent loops POSTing ``body`` to ``url`` for ``seconds``."""
+    """``clients`` concurrent loops POSTing ``body`` (or GETting, when it is None) to ``url`` for ``seconds``."""
     latencies: list[float] = []
     errors = 0
     limits = httpx2.Limits(max_connections=clients, max_keepalive_connections=clients if keepalive else 0)
@@ -76,7 +76,7 @@ async def drive(
             nonlocal errors
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                response = await http.post(url, content=body)
+                response = await (http.get(url) if body is None else http.post(url, content=body))
                 if response.status_code != 200 or b'"isError": true' in response.content:
                     errors += 1
                 latencies.append((time.perf_counter() - started) * 1000)
