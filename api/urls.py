@@ -38,6 +38,7 @@ urlpatterns = [
     path("questions", views.Questions.as_view(), name="questions"),
     path("questions/<int:question_id>", views.QuestionAnswer.as_view(), name="question"),
     path("builds", views.Builds.as_view(), name="builds"),
+    path("builds/import", views.BuildImport.as_view(), name="build-import"),
     path("builds/<str:build_id>", views.BuildStatus.as_view(), name="build"),
     path("builds/<str:build_id>/diff", views.BuildDiff.as_view(), name="build-diff"),
     path("builds/<str:build_id>/submit", views.BuildSubmit.as_view(), name="build-submit"),

@@ -203,6 +203,43 @@ class PlainView(APIView):
         return caller.principal
 
 
+class ImportStarted(BaseModel):
+    id: str
+    title: str
+    status: str
+    files: int
+    status_url: str
+
+
+class BuildImport(PlainView):
+    """Propose a zip of Markdown pages (``archive``, ``title``) as one import build for review.
+
+    Every file is validated first (paths, frontmatter, secrets, your ``suggest``); any failure
+    refuses the whole archive and names each file and rule. The build then drafts in the
+    background and waits for a person's approval, like any other.
+    """
+
+    surface = "builds.write"
+    rate_class = "upload"
+    operation_id = "import_build"
+    parser_classes = [MultiPartParser]
+    response_models = {202: ImportStarted}
+
+    def post(self, request: Request) -> Response:
+        from builds.driver import files_from_zip, import_job_create
+
+        archive = request.FILES.get("archive")
+        if archive is None:
+            return Response(error_body("invalid", "archive: attach a .zip of Markdown pages"), status=400)
+        fields = request.data if isinstance(request.data, dict) else {}
+        title = str(fields.get("title") or "Import")[:200]
+        files = files_from_zip(archive)
+        build = import_job_create(requester=self.member(request), files=files, title=title)
+        started = ImportStarted(id=str(build.public_id), title=build.title, status=build.status, files=len(files),
+                                status_url=f"/api/v1/builds/{build.public_id}")  # fmt: skip
+        return Response(started.model_dump(), status=202)
+
+
 class OpenBuildArgs(BaseModel):
     title: str = Field(min_length=1, max_length=200, description="What the change is about")
     purpose: str = Field("", max_length=5000)

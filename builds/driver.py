@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.text.secrets import NulRefused, SecretRefused, mask
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
@@ -67,8 +68,10 @@ def driver_settings() -> dict[str, int]:
 # --------------------------------------------------------------------------- reading a tree
 
 
-class ArchiveRefused(ValueError):
+class ArchiveRefused(DomainError, ValueError):
     """A folder or zip that cannot be imported as it is; the message says why."""
+
+    code = "archive_refused"
 
 
 def files_from_folder(root: Path) -> list[tuple[str, str]]:

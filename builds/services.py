@@ -521,12 +521,20 @@ class ImportFileReport:
     problems: list[Problem] = field(default_factory=list)
 
 
-class ImportInvalid(ValueError):
+class ImportInvalid(DomainError, ValueError):
     """An import was refused as a whole; ``reports`` lists every failing file and rule."""
+
+    code = "import_invalid"
 
     def __init__(self, reports: list[ImportFileReport]) -> None:
         self.reports = reports
         super().__init__(f"{len(reports)} file(s) failed validation; nothing was imported")
+
+    @property
+    def safe_message(self) -> str:
+        problems = [f"{report.path}: {problem}" for report in self.reports for problem in report.problems]
+        shown = "; ".join(problems[:50]) + (f"; and {len(problems) - 50} more" if len(problems) > 50 else "")
+        return f"{self}: {shown}"
 
 
 @dataclass

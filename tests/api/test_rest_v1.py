@@ -146,6 +146,35 @@ class RestTests(BrainTestCase):
         )
         assert bob.get(f"/api/v1/builds/{other}").status_code == 404
 
+    def test_import_a_zip_as_a_build_for_review(self) -> None:
+        import io
+        import zipfile
+
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        from tests.base import page_markdown
+
+        def archive(files: dict[str, str]) -> SimpleUploadedFile:
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as zipped:
+                for name, text in files.items():
+                    zipped.writestr(name, text)
+            return SimpleUploadedFile("pages.zip", buffer.getvalue(), content_type="application/zip")
+
+        page = page_markdown(title="Seat prices", body="# Seat prices\n\nTeam plan: 14 EUR a seat.\n")
+        with self.captureOnCommitCallbacks(execute=False):
+            started = self.api.post(
+                "/api/v1/builds/import", data={"archive": archive({"topics/pricing/seats.md": page}), "title": "Seats"}
+            )
+        assert started.status_code == 202, started.content
+        assert started.json()["files"] == 1
+        assert self.api.get(started.json()["status_url"]).status_code == 200
+        broken = self.api.post("/api/v1/builds/import", data={"archive": archive({"topics/Bad Name.md": page})})
+        assert broken.status_code == 400
+        assert broken.json()["error"]["code"] == "import_invalid"
+        assert "topics/Bad Name.md" in broken.json()["error"]["message"]
+        assert self.api.post("/api/v1/builds/import", data={"title": "none"}).status_code == 400
+
     def test_errors_carry_the_request_id_and_no_internals(self) -> None:
         response = Client(HTTP_AUTHORIZATION="Bearer bmt_nope").get("/api/v1/pages")
         assert response.status_code == 401

@@ -311,3 +311,17 @@ class JourneyTests(BrowserTestCase):
         again.goto(f"{self.live_server_url}{link.group(1)}")
         expect(again.get_by_role("heading", name="This invitation link cannot be used")).to_be_visible()
         self.check(again, "invitation-used")
+
+    def test_the_api_docs_load_with_no_external_request(self) -> None:
+        page = self.context().new_page()
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto(f"{self.live_server_url}/api/v1/docs/")
+        expect(page.get_by_text("Brain REST API").first).to_be_visible(timeout=15_000)
+        expect(page.get_by_text("/api/v1/search").first).to_be_visible()
+        page.screenshot(path=str(SCREENSHOTS / "api-docs.png"), full_page=False)
+        external = [
+            url for url in requested if not url.startswith(self.live_server_url) and not url.startswith("data:")
+        ]
+        assert not external, external
+        assert any(url.endswith("/api/v1/schema/") or "/api/v1/schema/" in url for url in requested), requested
