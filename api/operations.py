@@ -96,26 +96,7 @@ class ToolView(APIView):
         return caller
 
     def run(self, request: Request, **kwargs: Any) -> Response:
-        operation = self.operation(request.method)
-        tool = operation.definition
-        if request.method in ("GET", "HEAD", "DELETE"):
-            data, unknown = query_arguments(request, tool.input_model)
-            if unknown:
-                message = f"Unknown query parameter(s): {', '.join(name[:64] for name in unknown[:10])}."
-                return Response(error_body("invalid", message), status=400)
-        else:
-            body = request.data
-            if not isinstance(body, dict):
-                return Response(error_body("invalid", "The body must be a JSON object."), status=400)
-            data = dict(body)
-        data.update({key: value for key, value in kwargs.items() if key in tool.input_model.model_fields})
-        try:
-            arguments = tool.input_model.model_validate(data)
-        except ArgsInvalid as invalid:
-            return invalid_arguments(invalid)
-        assert isinstance(request.auth, Caller)  # SurfacePermission
-        output = tool.handler(self.caller_for_tool(request.auth, **kwargs), arguments)
-        return Response(output.model_dump(mode="json"), status=operation.status)
+        return run_operation(request, self.operation(request.method), kwargs, self.caller_for_tool)
 
     def get(self, request: Request, **kwargs: Any) -> Response:
         return self.run(request, **kwargs)
@@ -128,3 +109,28 @@ class ToolView(APIView):
 
     def delete(self, request: Request, **kwargs: Any) -> Response:
         return self.run(request, **kwargs)
+
+
+def run_operation(request: Request, operation: Operation, kwargs: dict[str, Any], bind: Any = None) -> Response:
+    """Run ``operation``'s tool for the request's caller: arguments from the path, then the query
+    string (GET, HEAD, DELETE) or the JSON body; the tool's output model as the answer."""
+    tool = operation.definition
+    if request.method in ("GET", "HEAD", "DELETE"):
+        data, unknown = query_arguments(request, tool.input_model)
+        if unknown:
+            message = f"Unknown query parameter(s): {', '.join(name[:64] for name in unknown[:10])}."
+            return Response(error_body("invalid", message), status=400)
+    else:
+        body = request.data
+        if not isinstance(body, dict):
+            return Response(error_body("invalid", "The body must be a JSON object."), status=400)
+        data = dict(body)
+    data.update({key: value for key, value in kwargs.items() if key in tool.input_model.model_fields})
+    try:
+        arguments = tool.input_model.model_validate(data)
+    except ArgsInvalid as invalid:
+        return invalid_arguments(invalid)
+    assert isinstance(request.auth, Caller)  # SurfacePermission
+    caller = bind(request.auth, **kwargs) if bind is not None else request.auth
+    output = tool.handler(caller, arguments)
+    return Response(output.model_dump(mode="json"), status=operation.status)

@@ -104,6 +104,9 @@ class ToolSchema(AutoSchema):
         return str(getattr(self.view, "operation_id", None) or super().get_operation_id())
 
     def get_override_parameters(self) -> list[Any]:
+        filterset = getattr(self.view, "filterset_class", None)
+        if filterset is not None and self.method == "GET":
+            return self._list_parameters(filterset)
         operation = self._operation()
         if operation is None or self.method not in ("GET", "DELETE"):
             return []
@@ -121,6 +124,21 @@ class ToolSchema(AutoSchema):
                     location=OpenApiParameter.QUERY, description=field.description or "",
                 )
             )  # fmt: skip
+        return parameters
+
+    @staticmethod
+    def _list_parameters(filterset: Any) -> list[Any]:
+        """A cursor list's filters (django-filter), its cursor and its page size."""
+        parameters: list[Any] = [
+            OpenApiParameter(name, type=OpenApiTypes.STR, location=OpenApiParameter.QUERY,
+                             description=str(getattr(field, "extra", {}).get("help_text") or ""),
+                             enum=[value for value, _ in field.extra["choices"]] if "choices" in field.extra else None)
+            for name, field in filterset.base_filters.items()
+        ]  # fmt: skip
+        cursor = "Opaque: taken from the `next` or `previous` link of a page"
+        parameters.append(OpenApiParameter("cursor", OpenApiTypes.STR, OpenApiParameter.QUERY, description=cursor))
+        size = "Page size, 1 to 200 (default 20)"
+        parameters.append(OpenApiParameter("limit", OpenApiTypes.INT, OpenApiParameter.QUERY, description=size))
         return parameters
 
 

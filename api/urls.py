@@ -5,24 +5,24 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import views
+from api import lists, views
 
 app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
-    path("pages", views.Pages.as_view(), name="pages"),
+    path("pages", lists.Pages.as_view(), name="pages"),
     path("pages/<path:path>/relationships", views.PageRelationships.as_view(), name="page-relationships"),
     path("pages/<path:path>", views.Page.as_view(), name="page"),
     path("search", views.Search.as_view(), name="search"),
     path("figures/<str:key>", views.Figure.as_view(), name="figure"),
-    path("sources", views.Sources.as_view(), name="sources"),
+    path("sources", lists.Sources.as_view(), name="sources"),
     path("uploads", views.SourceUpload.as_view(), name="uploads"),
     path("sources/search", views.SourceSearch.as_view(), name="source-search"),
     path("sources/<path:key>/tags", views.SourceTags.as_view(), name="source-tags"),
     path("sources/<path:key>/status", views.SourceStatus.as_view(), name="source-status"),
     path("sources/<path:key>", views.Source.as_view(), name="source"),
-    path("memories", views.Memories.as_view(), name="memories"),
+    path("memories", lists.Memories.as_view(), name="memories"),
     path("memories/recall", views.MemoryRecall.as_view(), name="memory-recall"),
     path("memories/links", views.MemoryLinks.as_view(), name="memory-links"),
     path("memories/count", views.MemoryCount.as_view(), name="memory-count"),

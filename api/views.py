@@ -42,12 +42,6 @@ def _op(tool: str, surface: str, status: int = 200) -> Operation:
 # --------------------------------------------------------------------------- the corpus
 
 
-class Pages(ToolView):
-    """Live pages you can read, by path prefix, title words, type or category."""
-
-    operations = {"GET": _op("find_page", "pages.read")}
-
-
 class Page(ToolView):
     """One live page: frontmatter and Markdown body."""
 
@@ -68,10 +62,6 @@ class Figure(ToolView):
     operations = {"GET": _op("read_figure", "figures.read")}
 
 
-class Sources(ToolView):
-    operations = {"GET": _op("list_sources", "sources.read")}
-
-
 class SourceSearch(ToolView):
     operations = {"GET": _op("search_sources", "sources.read")}
 
@@ -85,10 +75,6 @@ class SourceTags(ToolView):
 
 
 # --------------------------------------------------------------------------- memory
-
-
-class Memories(ToolView):
-    operations = {"GET": _op("list_recent", "memory"), "POST": _op("remember", "memory", 201)}
 
 
 class MemoryRecall(ToolView):

@@ -142,7 +142,7 @@ def recall(ctx: Context, query: tuple[str, ...], limit: int) -> None:
 @command
 def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | None) -> None:
     """Your most recent memories."""
-    params: dict[str, Any] = {"n": limit}
+    params: dict[str, Any] = {"limit": limit}
     if tag:
         params["tag"] = tag
     if workspace:
@@ -150,9 +150,9 @@ def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | No
     answer = ctx.api().call("GET", "/memories", params=params)
 
     def human(a: dict[str, Any]) -> None:
-        if not a["memories"]:
+        if not a["results"]:
             out.print("No memories.")
-        for memory in a["memories"]:
+        for memory in a["results"]:
             _memory_line(memory)
 
     ctx.emit(answer, human)

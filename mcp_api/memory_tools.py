@@ -80,7 +80,7 @@ class MemoryOut(Out):
     updated_at: str
 
 
-def _out(memory: Memory) -> MemoryOut:
+def memory_out(memory: Memory) -> MemoryOut:
     return MemoryOut(
         id=str(memory.pk), content=memory.content, tags=memory.wire_tags, workspace=memory.workspace,
         author=memory.author.display_name, status=memory.status, importance=memory.importance, kind=memory.kind,
@@ -203,15 +203,15 @@ class DoneOut(Out):
 
 
 def append(caller: Caller, args: AppendArgs) -> MemoryOut:
-    return _out(memory_append(actor=_member(caller), memory_id=args.id, text=args.text))
+    return memory_out(memory_append(actor=_member(caller), memory_id=args.id, text=args.text))
 
 
 def update(caller: Caller, args: UpdateArgs) -> MemoryOut:
-    return _out(memory_update(actor=_member(caller), memory_id=args.id, content=args.content, tags=args.tags))
+    return memory_out(memory_update(actor=_member(caller), memory_id=args.id, content=args.content, tags=args.tags))
 
 
 def get(caller: Caller, args: IdArgs) -> MemoryOut:
-    return _out(memory_get(actor=_member(caller), memory_id=args.id))
+    return memory_out(memory_get(actor=_member(caller), memory_id=args.id))
 
 
 def forget(caller: Caller, args: IdArgs) -> DoneOut:
@@ -220,7 +220,7 @@ def forget(caller: Caller, args: IdArgs) -> DoneOut:
 
 
 def set_status(caller: Caller, args: StatusArgs) -> MemoryOut:
-    return _out(memory_set_status(actor=_member(caller), memory_id=args.id, status=args.status))
+    return memory_out(memory_set_status(actor=_member(caller), memory_id=args.id, status=args.status))
 
 
 def share(caller: Caller, args: ShareArgs) -> DoneOut:
@@ -279,7 +279,7 @@ def recall(caller: Caller, args: RecallArgs) -> RecallOut:
     )  # fmt: skip
     return RecallOut(
         results=[
-            RecalledOut(**_out(item.memory).model_dump(), score=round(item.score, 6), similarity=item.similarity,
+            RecalledOut(**memory_out(item.memory).model_dump(), score=round(item.score, 6), similarity=item.similarity,
                         hop=item.hop)
             for item in found.results
         ],
@@ -314,7 +314,7 @@ def list_recent(caller: Caller, args: RecentArgs) -> MemoryListOut:
     memories = memory_list_recent(
         actor=_member(caller), n=args.n, tag=args.tag, kind=args.kind, workspace=args.workspace, author=args.actor
     )
-    return MemoryListOut(memories=[_out(memory) for memory in memories])
+    return MemoryListOut(memories=[memory_out(memory) for memory in memories])
 
 
 def _render_list(out: MemoryListOut) -> str:

@@ -35,7 +35,7 @@ class RestTests(BrainTestCase):
         assert page.status_code == 200
         assert page.json()["title"] == "Price list"
         listed = self.api.get("/api/v1/pages", {"prefix": "topics/pricing/"}).json()
-        assert [p["path"] for p in listed["pages"]] == [PRICE_LIST]
+        assert [p["path"] for p in listed["results"]] == [PRICE_LIST]
         found = self.api.get("/api/v1/search", {"query": "team plan seat price", "k": "3"}).json()
         assert found["results"][0]["path"] == PRICE_LIST
         # Charlie (admin, no grants) gets 404 for the same page: not permitted looks like missing.
@@ -44,6 +44,25 @@ class RestTests(BrainTestCase):
         missing = charlie.get("/api/v1/pages/topics/pricing/nothing.md")
         assert hidden.status_code == missing.status_code == 404
         assert hidden.json()["error"]["message"] == missing.json()["error"]["message"]
+
+    def test_lists_walk_by_cursor_and_filter(self) -> None:
+        for name in ("a", "b", "c", "d", "e"):
+            publish(f"topics/walk/{name}.md", title=f"Walk {name}", type="runbook" if name in "ace" else "topic")
+        seen: list[str] = []
+        url: str | None = "/api/v1/pages?prefix=topics/walk/&limit=2"
+        while url:
+            page = self.api.get(url).json()
+            assert len(page["results"]) <= 2
+            seen += [item["path"] for item in page["results"]]
+            url = page["next"]
+        assert seen == [f"topics/walk/{name}.md" for name in "abcde"]
+        runbooks = self.api.get("/api/v1/pages", {"prefix": "topics/walk/", "type": "runbook"}).json()["results"]
+        assert [item["title"] for item in runbooks] == ["Walk a", "Walk c", "Walk e"]
+        bad = self.api.get("/api/v1/memories", {"workspace": "elsewhere"})
+        assert bad.status_code == 400
+        assert "workspace" in bad.json()["error"]["message"]
+        assert self.api.get("/api/v1/memories", {"team": "marketing"}).status_code == 400
+        assert self.api.get("/api/v1/memories", {"team": "Shared"}).status_code == 200
 
     def test_memories_round_trip_and_the_team_argument(self) -> None:
         created = self.post("/api/v1/memories", {"content": "We ship on Thursdays.", "team": "company"})
@@ -192,7 +211,20 @@ class SchemaTests(BrainTestCase):
         assert document["openapi"].startswith("3.1")
         validate_schema(document)  # type: ignore[no-untyped-call]
         operations = {op["operationId"] for path in document["paths"].values() for op in path.values()}
-        for name in ("read_page", "find_page", "search", "remember", "recall", "ask", "await_answer", "open_build"):
+        for name in (
+            "read_page",
+            "list_pages",
+            "search",
+            "remember",
+            "recall",
+            "ask",
+            "await_answer",
+            "open_build",
+            "list_memories",
+            "list_sources",
+            "import_build",
+            "upload_source",
+        ):
             assert name in operations
         assert set(document["components"]["securitySchemes"]) == {"bearer", "session"}
         search = document["paths"]["/api/v1/search"]["get"]

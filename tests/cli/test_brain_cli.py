@@ -65,7 +65,7 @@ class BrainCliTests(LiveServerTestCase):
         memory_id = stored["id"]
         assert self.ok("get", memory_id)["content"] == "We ship on Thursdays."
         assert self.ok("recall", "when do we ship")["results"][0]["id"] == memory_id
-        assert [m["id"] for m in self.ok("list")["memories"]] == [memory_id]
+        assert [m["id"] for m in self.ok("list")["results"]] == [memory_id]
         assert "company" in self.ok("share", memory_id)["message"]
         assert self.ok("get", memory_id)["workspace"] == "company"
         assert self.ok("stats")["total"] == 1

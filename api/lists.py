@@ -1,0 +1,200 @@
+"""REST v1 lists: cursor pagination (DRF) and filters (django-filter) over querysets that
+already carry the access predicate, each item in the MCP tools' own pydantic model.
+
+A cursor is opaque and stable under inserts (DRF's ``CursorPagination``): a client walking
+``next`` sees each row once even while rows are added. ``limit`` sets the page size (at
+most 200).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import django_filters
+from django.db.models import QuerySet
+from pydantic import BaseModel
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.operations import Operation, run_operation
+from api.views import PlainView
+from brain.callers import Caller
+from brain.errors import error_body
+from corpus.models import Page, Source
+from grants.models import Member
+from mcp_api.memory_tools import THE_TEAM, MemoryOut, memory_out
+from mcp_api.tools import PageRef, SourceRef
+from memory.models import Memory
+
+
+class Cursor(CursorPagination):
+    page_size = 20
+    page_size_query_param = "limit"
+    max_page_size = 200
+
+
+class PageFilter(django_filters.FilterSet):  # type: ignore[misc]  # django-filter ships no types
+    prefix = django_filters.CharFilter(field_name="path", lookup_expr="startswith", help_text="Path prefix")
+    words = django_filters.CharFilter(method="title_words", help_text="Words that must all appear in the title")
+    type = django_filters.CharFilter()
+    category = django_filters.CharFilter()
+    status = django_filters.CharFilter()
+    owner = django_filters.CharFilter(field_name="owner__user__username", help_text="Owner's username")
+
+    class Meta:
+        model = Page
+        fields: list[str] = []
+
+    def title_words(self, queryset: QuerySet[Page], name: str, value: str) -> QuerySet[Page]:
+        for word in value.split():
+            queryset = queryset.filter(title__icontains=word)
+        return queryset
+
+
+class SourceFilter(django_filters.FilterSet):  # type: ignore[misc]
+    prefix = django_filters.CharFilter(field_name="key", lookup_expr="startswith", help_text="Key prefix")
+    kind = django_filters.CharFilter()
+    tag = django_filters.CharFilter(method="has_tag")
+
+    class Meta:
+        model = Source
+        fields: list[str] = []
+
+    def has_tag(self, queryset: QuerySet[Source], name: str, value: str) -> QuerySet[Source]:
+        return queryset.filter(tags__contains=[value.strip().lower()])
+
+
+class MemoryFilter(django_filters.FilterSet):  # type: ignore[misc]
+    tag = django_filters.CharFilter(method="has_tag")
+    kind = django_filters.ChoiceFilter(choices=[("episodic", "episodic"), ("semantic", "semantic")])
+    workspace = django_filters.ChoiceFilter(choices=[("personal", "personal"), ("company", "company")])
+    status = django_filters.ChoiceFilter(
+        choices=[("canonical", "canonical"), ("draft", "draft"), ("deprecated", "deprecated")]
+    )
+    actor = django_filters.CharFilter(field_name="author__user__username", help_text="Author's username")
+    team = django_filters.ChoiceFilter(
+        method="the_team", choices=[(THE_TEAM["id"], THE_TEAM["id"]), (THE_TEAM["name"], THE_TEAM["name"])],
+        help_text="The one team (id 'company' or name 'Shared'); anything else is a 400",
+    )  # fmt: skip
+
+    class Meta:
+        model = Memory
+        fields: list[str] = []
+
+    def has_tag(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
+        return queryset.filter(tags__contains=[value.strip().lower()])
+
+    def the_team(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
+        return queryset  # there is one team: naming it changes nothing
+
+
+class CursorList(PlainView):
+    """A paginated, filtered list; subclasses say which rows, which filters, which item model."""
+
+    filterset_class: ClassVar[type[django_filters.FilterSet]]
+    ordering: ClassVar[str]
+    item_model: ClassVar[type[BaseModel]]
+
+    def rows(self, caller: Caller) -> QuerySet[Any]:
+        raise NotImplementedError
+
+    def item(self, row: Any) -> BaseModel:
+        raise NotImplementedError
+
+    def get(self, request: Request) -> Response:
+        caller = request.auth
+        assert isinstance(caller, Caller)
+        filters = self.filterset_class(request.query_params, queryset=self.rows(caller), request=request)
+        if not filters.is_valid():
+            problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in filters.errors.items())
+            return Response(error_body("invalid", f"Invalid filter: {problems}"), status=400)
+        paginator = Cursor()
+        paginator.ordering = self.ordering
+        page: list[Any] = paginator.paginate_queryset(filters.qs, request, view=self) or []
+        return Response(
+            {
+                "results": [self.item(row).model_dump(mode="json") for row in page],
+                "next": paginator.get_next_link(),
+                "previous": paginator.get_previous_link(),
+            }
+        )
+
+
+class PageRefPage(BaseModel):
+    results: list[PageRef]
+    next: str | None
+    previous: str | None
+
+
+class SourceRefPage(BaseModel):
+    results: list[SourceRef]
+    next: str | None
+    previous: str | None
+
+
+class MemoryPage(BaseModel):
+    results: list[MemoryOut]
+    next: str | None
+    previous: str | None
+
+
+class Pages(CursorList):
+    """Live pages you can read, by path, with filters; a cursor walks them all."""
+
+    surface = "pages.read"
+    operation_id = "list_pages"
+    filterset_class = PageFilter
+    ordering = "path"
+    response_models = {200: PageRefPage}
+
+    def rows(self, caller: Caller) -> QuerySet[Page]:
+        return Page.objects.visible_to(caller.principal, "read").select_related("owner__user")
+
+    def item(self, row: Page) -> PageRef:
+        return PageRef(path=row.path, title=row.title, type=row.type, category=row.category,
+                       owner=row.owner.username, status=row.status, as_of=row.as_of.isoformat())  # fmt: skip
+
+
+class Sources(CursorList):
+    """Captures you can read, newest first, with filters; a cursor walks them all."""
+
+    surface = "sources.read"
+    operation_id = "list_sources"
+    filterset_class = SourceFilter
+    ordering = "-captured_at"
+    response_models = {200: SourceRefPage}
+
+    def rows(self, caller: Caller) -> QuerySet[Source]:
+        return Source.objects.visible_to(caller.principal, "read")
+
+    def item(self, row: Source) -> SourceRef:
+        return SourceRef(key=row.key, kind=row.kind, title=row.title, category=row.category, tags=list(row.tags),
+                         captured_at=row.captured_at.isoformat())  # fmt: skip
+
+
+class Memories(CursorList):
+    """Memories you can see, newest first, with filters; a cursor walks them all.
+
+    ``POST`` stores one (the ``remember`` tool)."""
+
+    operations = {"POST": Operation(tool="remember", surface="memory", status=201)}
+    surface = "memory"
+    operation_id = "list_memories"
+    filterset_class = MemoryFilter
+    ordering = "-created_at"
+    response_models = {200: MemoryPage}
+
+    def rows(self, caller: Caller) -> QuerySet[Memory]:
+        if not isinstance(caller.principal, Member):
+            return Memory.objects.none()
+        return Memory.objects.visible_to(caller.principal).select_related("author__user")
+
+    def item(self, row: Memory) -> MemoryOut:
+        return memory_out(row)
+
+    def rate_class_for(self, method: str | None) -> str:
+        return "write" if method == "POST" else "read"
+
+    def post(self, request: Request) -> Response:
+        return run_operation(request, self.operations["POST"], {})
