@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from brain.request_context import accept_or_new, current_request_id
 
@@ -62,3 +62,30 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
+
+
+class DomainErrorMiddleware:
+    """The web views' translator: a refusal that escapes a view (a ``DomainError``, a missing
+    row, a permission or validation error) becomes its status and safe message — the error
+    page for people, the JSON error for programs — instead of a server error. Anything else
+    propagates to Django's 500 handling, logged with the request id."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        from django.core.exceptions import PermissionDenied
+        from django.http import Http404
+
+        from brain.domain import problem_for
+        from brain.errors import error_response
+
+        if isinstance(exception, Http404 | PermissionDenied):
+            return None  # Django's own handlers (brain.errors.page_not_found / permission_denied)
+        problem = problem_for(exception)
+        if problem is None:
+            return None
+        return error_response(request, problem.status, problem.code, problem.message)

@@ -110,6 +110,8 @@ MIDDLEWARE = [
     # Keeps the register of signed-in sessions fresh (a write at most every five minutes).
     "accounts.sessions.SessionActivityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Refusals that escape a web view become their status and message (brain.domain.problem_for).
+    "brain.middleware.DomainErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a lockout raised during sign-in into its 429 page.
     "axes.middleware.AxesMiddleware",

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from django.http import HttpResponse
 from django.test import TestCase
 
 
@@ -27,3 +31,35 @@ class ErrorBodyTests(TestCase):
     def test_method_not_allowed_on_healthz(self) -> None:
         response = self.client.post("/healthz")
         assert response.status_code == 405
+
+
+class DomainErrorTranslationTests(TestCase):
+    """One mapping (brain.domain.problem_for), one translator per transport; here the web's."""
+
+    def translate(self, path: str, exception: Exception) -> Any:
+        from django.test import RequestFactory
+
+        from brain.middleware import DomainErrorMiddleware
+
+        request = RequestFactory().get(path)
+        return DomainErrorMiddleware(lambda r: HttpResponse()).process_exception(request, exception)
+
+    def test_refusals_escaping_a_web_view_get_their_status_and_safe_message(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from corpus.frontmatter import PageInvalid, Problem
+        from corpus.models import Page
+        from memory.classify import MemoryInvalid
+
+        page = self.translate("/pages/x", PageInvalid([Problem("title", "a title is required")]))
+        assert page.status_code == 400
+        assert "The page is not valid: title: a title is required" in page.content.decode()
+        assert self.translate("/pages/x", Page.DoesNotExist()).status_code == 404
+        assert self.translate("/memory/", ValidationError("bad")).status_code == 400
+        api = self.translate("/api/memory/entries", MemoryInvalid("content is empty"))
+        assert api.status_code == 400
+        error = json.loads(api.content)["error"]
+        assert (error["code"], error["message"]) == ("invalid", "content is empty")
+
+    def test_bugs_are_not_translated(self) -> None:
+        assert self.translate("/pages/x", RuntimeError("boom")) is None
