@@ -103,12 +103,19 @@ def reaches_sql(
     """
     if table not in {target for target, column in _PREDICATE_TARGETS if column == "path"}:
         raise ValueError(f"no per-row access predicate for {table}")
+    return reaches_row_sql(principal, permission, alias=alias or table)
+
+
+def reaches_row_sql(principal: Principal | None, permission: int | str, *, alias: str) -> tuple[str, tuple[Any, ...]]:
+    """``reaches_sql`` on any row named ``alias`` that has ``path``, ``category`` and
+    ``sensitivity`` columns (e.g. a derived table of sources with ``scope_path AS path``).
+    ``alias`` is a code constant, never user input. Not for ``SYSTEM``."""
     required = _permission_value(permission)
     if required is None or principal is None or isinstance(principal, SystemPrincipal):
         return "false", ()
     subject_sql, subject_params = subject_grants_sql(principal)
     sql = f"""EXISTS (SELECT 1 FROM grants_grant g
-                       WHERE g.id IN ({subject_sql}) AND g.permission >= %s AND {_reach_condition(alias or table)})"""
+                       WHERE g.id IN ({subject_sql}) AND g.permission >= %s AND {_reach_condition(alias)})"""
     return sql, (*subject_params, required)
 
 

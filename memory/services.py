@@ -514,22 +514,34 @@ def api_token_resolve(raw: str) -> Caller | None:
     """The ``personal`` caller behind a live token of an active member (``brain.callers`` resolver).
 
     Notes the token's use (at most once a minute, so a busy script does not write per call).
+    One hand-written query (token, member and user, active ones only): it runs on every REST
+    call, and the same read through the ORM cost two milliseconds to compile (as the OAuth
+    token lookup in ``oauth.tokens`` found).
     """
+    from django.contrib.auth import get_user_model
+
+    from brain.rows import columns, fetch_one, hydrate
     from memory.models import MemoryApiToken
 
     if not raw.startswith(TOKEN_PREFIX):
         return None
-    row = (
-        MemoryApiToken.objects.select_related("member__user")
-        .filter(token_hash=bearer.digest(raw), revoked_at__isnull=True)
-        .first()
-    )
-    if row is None or not row.member.is_active or not row.member.user.is_active:
+    User = get_user_model()
+    sql = f"""SELECT t.id, t.scopes, t.last_used_at, {columns(Member, "m")}, {columns(User, "u")}
+                FROM {MemoryApiToken._meta.db_table} t
+                JOIN {Member._meta.db_table} m ON m.id = t.member_id AND m.is_active
+                JOIN {User._meta.db_table} u ON u.id = m.user_id AND u.is_active
+               WHERE t.token_hash = %s AND t.revoked_at IS NULL"""  # noqa: S608 - only model table/column names
+    row = fetch_one(sql, [bearer.digest(raw)])
+    if row is None:
         return None
+    token_id, scopes, last_used_at = row[0], row[1], row[2]
+    member, user = hydrate(row, [Member, User], start=3)
+    member.user = user  # type: ignore[attr-defined]
     now = timezone.now()
-    if row.last_used_at is None or now - row.last_used_at > dt.timedelta(minutes=1):
-        MemoryApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return Caller(principal=row.member, kind=callers.PERSONAL, scopes=frozenset(row.scopes))
+    if last_used_at is None or now - last_used_at > dt.timedelta(minutes=1):
+        MemoryApiToken.objects.filter(pk=token_id).update(last_used_at=now)
+    assert isinstance(member, Member)
+    return Caller(principal=member, kind=callers.PERSONAL, scopes=frozenset(scopes))
 
 
 # --------------------------------------------------------------------------- people leaving
