@@ -13,6 +13,7 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("pages", lists.Pages.as_view(), name="pages"),
     path("pages/<path:path>/relationships", views.PageRelationships.as_view(), name="page-relationships"),
+    path("pages/<path:path>/history", views.PageHistory.as_view(), name="page-history"),
     path("pages/<path:path>", views.Page.as_view(), name="page"),
     path("search", views.Search.as_view(), name="search"),
     path("figures/<str:key>", views.Figure.as_view(), name="figure"),

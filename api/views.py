@@ -52,6 +52,53 @@ class PageRelationships(ToolView):
     operations = {"GET": _op("page_relationships", "pages.read")}
 
 
+class RevisionOut(BaseModel):
+    number: int = Field(description="Names the revision (a revert repeats a hash, never a number)")
+    revision_sha256: str
+    promoted_by: str
+    promoted_at: str
+    build_id: str | None = Field(description="The build that carried it, when you may see that build")
+    build_title: str | None
+    note: str
+
+
+class HistoryOut(BaseModel):
+    path: str
+    revisions: list[RevisionOut]
+
+
+class PageHistory(APIView):
+    """Every promoted revision of a page you can read, newest first: who approved it, when, which
+    build carried it and the approval note (a build's title and note only when you may see it)."""
+
+    authentication_classes = [BearerAuthentication, SessionCallerAuthentication]
+    permission_classes = [SurfacePermission]
+    throttle_classes = [RateWindowThrottle]
+    surface = "pages.read"
+    operation_id = "page_history"
+    response_models = {200: HistoryOut}
+
+    def rate_class_for(self, method: str | None) -> str:
+        return "read"
+
+    def get(self, request: Request, path: str) -> Response:
+        from builds.history import page_history
+
+        caller = request.auth
+        assert isinstance(caller, Caller)
+        page, entries = page_history(principal=caller.principal, path=path)
+        history = HistoryOut(
+            path=page.path,
+            revisions=[
+                RevisionOut(number=entry.number, revision_sha256=entry.revision.sha256, promoted_by=entry.promoted_by,
+                            promoted_at=entry.promoted_at.isoformat(), build_id=entry.build_id,
+                            build_title=entry.build_title, note=entry.note)
+                for entry in entries
+            ],
+        )  # fmt: skip
+        return Response(history.model_dump())
+
+
 class Search(ToolView):
     """Hybrid semantic + keyword search over the pages you can read."""
 

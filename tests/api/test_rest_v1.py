@@ -36,6 +36,10 @@ class RestTests(BrainTestCase):
         assert page.json()["title"] == "Price list"
         listed = self.api.get("/api/v1/pages", {"prefix": "topics/pricing/"}).json()
         assert [p["path"] for p in listed["results"]] == [PRICE_LIST]
+        history = self.api.get(f"/api/v1/pages/{PRICE_LIST}/history").json()
+        assert history["path"] == PRICE_LIST
+        assert len(history["revisions"]) == 1
+        assert history["revisions"][0]["revision_sha256"] == page.json()["revision_sha256"]
         found = self.api.get("/api/v1/search", {"query": "team plan seat price", "k": "3"}).json()
         assert found["results"][0]["path"] == PRICE_LIST
         # Charlie (admin, no grants) gets 404 for the same page: not permitted looks like missing.
