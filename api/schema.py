@@ -8,9 +8,10 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-from pydantic import BaseModel
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+from pydantic import BaseModel, create_model
 
+from api.examples import EXAMPLES
 from brain.callers import SURFACES
 
 
@@ -84,8 +85,19 @@ class ToolSchema(AutoSchema):
             return None
         operation = self._operation()
         if operation is not None:
-            return operation.definition.input_model
+            return _body_model(operation.definition.input_model, self.path)
         return getattr(self.view, "request_model", None)
+
+    def get_examples(self) -> list[Any]:
+        example = EXAMPLES.get(self.get_operation_id(), {})
+        found: list[Any] = []
+        if "request" in example and self.method in ("POST", "PATCH", "PUT"):
+            found.append(OpenApiExample("request", value=example["request"], request_only=True))
+        if "response" in example:
+            operation = self._operation()
+            status = str(operation.status) if operation is not None else "200"
+            found.append(OpenApiExample("answer", value=example["response"], response_only=True, status_codes=[status]))
+        return found
 
     def get_response_serializers(self) -> Any:
         operation = self._operation()
@@ -140,6 +152,24 @@ class ToolSchema(AutoSchema):
         size = "Page size, 1 to 200 (default 20)"
         parameters.append(OpenApiParameter("limit", OpenApiTypes.INT, OpenApiParameter.QUERY, description=size))
         return parameters
+
+
+_BODIES: dict[tuple[type[BaseModel], tuple[str, ...]], type[BaseModel]] = {}
+
+
+def _body_model(model: type[BaseModel], path: str) -> type[BaseModel]:
+    """``model`` without the fields the path already carries (``/memories/{id}`` takes no ``id``
+    in its body): the body a client sends, not the tool's whole argument list."""
+    in_path = tuple(name for name in model.model_fields if f"{{{name}}}" in path)
+    if not in_path:
+        return model
+    key = (model, in_path)
+    if key not in _BODIES:
+        fields: dict[str, Any] = {
+            name: (field.annotation, field) for name, field in model.model_fields.items() if name not in in_path
+        }
+        _BODIES[key] = create_model(f"{model.__name__}Body", __config__=model.model_config, **fields)
+    return _BODIES[key]
 
 
 class BearerScheme(OpenApiAuthenticationExtension):  # type: ignore[misc,no-untyped-call]

@@ -36,6 +36,7 @@ urlpatterns = [
     path("memories/<str:id>/share", views.MemoryShare.as_view(), name="memory-share"),
     path("memories/<str:id>/connections", views.MemoryConnections.as_view(), name="memory-connections"),
     path("team/workspaces", views.Workspaces.as_view(), name="workspaces"),
+    path("export", views.CorpusExport.as_view(), name="export"),
     path("questions", views.Questions.as_view(), name="questions"),
     path("questions/<int:question_id>", views.QuestionAnswer.as_view(), name="question"),
     path("builds", views.Builds.as_view(), name="builds"),

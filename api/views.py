@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from django.http import Http404, StreamingHttpResponse
@@ -472,3 +473,40 @@ class SourceStatus(PlainView):
         body = StatusOut(key=found.key, title=found.title,
                          extraction=extraction_status(extraction) if extraction else None)  # fmt: skip
         return Response(body.model_dump())
+
+
+class ZipRenderer(JSONRenderer):
+    """Declares ``application/zip`` for the streamed export (its errors are still plain JSON)."""
+
+    media_type = "application/zip"
+    format = "zip"
+
+
+class CorpusExport(PlainView):
+    """Everything you can read as a ZIP of Markdown: pages with their frontmatter, captures as
+    ``captures/<key>.md``, ``figures.yml`` and a ``README.md`` index. Streamed as it is built;
+    the same corpus gives the same bytes. Audited (who, when, how many files — never content)."""
+
+    renderer_classes = [JSONRenderer, ZipRenderer]
+    surface = "export"
+    rate_class = "upload"  # a whole-corpus read: counted with the heavy operations
+    operation_id = "export_corpus"
+    response_models = {200: OpenApiResponse(response=OpenApiTypes.BINARY, description="A ZIP archive")}
+
+    def get(self, request: Request) -> StreamingHttpResponse:
+        from corpus.export import Counter, corpus_files, export_name, zip_stream
+        from grants.audit import audit_record
+
+        caller = request.auth
+        assert isinstance(caller, Caller)
+        principal = caller.principal
+        counter = Counter()
+
+        def stream() -> Iterator[bytes]:
+            yield from zip_stream(corpus_files(principal), counter)
+            audit_record(actor=principal, action="corpus.export", target_type="corpus", target="zip",
+                         metadata={"files": counter.files, "bytes": counter.bytes, "via": caller.kind})  # fmt: skip
+
+        response = StreamingHttpResponse(stream(), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{export_name()}"'
+        return response

@@ -143,6 +143,7 @@ SURFACES: dict[str, Surface] = {
     "builds.own": _surface({*_PEOPLE, BUILD}, SCOPE_BUILDS_WRITE),  # a build credential: its own build only
     "questions": _surface({*_PEOPLE, QUESTION}, SCOPE_CORPUS_READ),
     "team": _surface(_PEOPLE, None),
+    "export": _surface(_PEOPLE, SCOPE_CORPUS_READ),
 }
 
 

@@ -210,12 +210,16 @@ def stats(ctx: Context) -> None:
 
 
 @cli.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="File to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="File to write (default: brain-export.zip; stdout for --memories).")  # fmt: skip
+@click.option("--memories", is_flag=True, help="Your memories as JSON lines instead of the corpus ZIP.")
 @click.pass_obj
 @command
-def export(ctx: Context, output: str | None) -> None:
-    """Everything you wrote, as JSON lines (streamed)."""
-    chunks = ctx.api().stream("/memories/export")
+def export(ctx: Context, output: str | None, memories: bool) -> None:
+    """Every page and capture you can read, as a ZIP of Markdown (or your memories, --memories). Streamed."""
+    chunks = ctx.api().stream("/memories/export" if memories else "/export")
+    if output is None and not memories:
+        output = "brain-export.zip"
     if output is None:
         for chunk in chunks:
             sys.stdout.buffer.write(chunk)
@@ -225,8 +229,7 @@ def export(ctx: Context, output: str | None) -> None:
     with open(output, "wb") as handle:
         for chunk in chunks:
             written += handle.write(chunk)
-    if not ctx.as_json:
-        err.print(f"Wrote {written:,} bytes to {output}")
+    ctx.emit({"output": output, "bytes": written}, lambda _: err.print(f"Wrote {written:,} bytes to {output}"))
 
 
 # --------------------------------------------------------------------------- the corpus

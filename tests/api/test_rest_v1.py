@@ -234,6 +234,14 @@ class SchemaTests(BrainTestCase):
         search = document["paths"]["/api/v1/search"]["get"]
         assert {p["name"] for p in search["parameters"]} >= {"query", "k", "prefix"}
         assert "corpus:read" in search["description"]
+        # Bodies carry what the path does not, and the main operations show an example.
+        append = document["paths"]["/api/v1/memories/{id}/append"]["post"]["requestBody"]["content"]["application/json"]
+        body = document["components"]["schemas"][append["schema"]["$ref"].rsplit("/", 1)[1]]
+        assert "id" not in body["properties"]
+        assert body["required"] == ["text"]
+        assert append["examples"]
+        for path, method in (("/api/v1/memories", "post"), ("/api/v1/questions", "post"), ("/api/v1/builds", "post")):
+            assert document["paths"][path][method]["requestBody"]["content"]["application/json"]["examples"], path
 
     def test_the_docs_ui_loads_everything_from_our_own_origin(self) -> None:
         page = Client().get("/api/v1/docs/")

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,14 @@ class BrainCliTests(LiveServerTestCase):
         assert self.ok("get", memory_id)["workspace"] == "company"
         assert self.ok("stats")["total"] == 1
 
-        exported = self.brain("export")
+        exported = self.brain("export", "--memories")
         assert exported.returncode == 0, exported.stderr
         assert json.loads(exported.stdout.splitlines()[0])["id"] == memory_id
+        archive = self.home / "corpus.zip"
+        written = self.ok("export", "-o", str(archive))
+        assert written["bytes"] == archive.stat().st_size
+        with zipfile.ZipFile(archive) as zipped:
+            assert "topics/pricing/discounts.md" in zipped.namelist()
 
         hits = self.ok("search", "discount", "approval")["results"]
         assert hits[0]["path"] == "topics/pricing/discounts.md"

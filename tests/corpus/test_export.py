@@ -1,0 +1,101 @@
+"""The materialised corpus: what one reader may read, as Markdown they can use without Brain."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from django.test import Client
+
+from corpus.export import corpus_files, zip_stream
+from corpus.services import figure_record
+from grants.models import AuditEvent
+from grants.principals import SYSTEM
+from grants.services import grant_issue
+from memory.services import api_token_issue
+from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, page_markdown, publish
+
+
+def unzip(data: bytes) -> dict[str, str]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name).decode("utf-8") for name in archive.namelist()}
+
+
+class ExportTests(BrainTestCase):
+    def setUp(self) -> None:
+        grant_issue(actor=SYSTEM, member=self.bob, path="captures/notes/", permission="read")
+        capture("notes/kickoff", title="Kickoff", text="We agreed on Thursdays.")
+        capture("secret/board", title="Board minutes", text="Hidden.")
+        publish(DISCOUNT_POLICY, title="Discount policy", category="pricing", sensitivity="restricted")
+        publish(
+            "topics/pricing/price-list.md", title="Price list", sources=["notes/kickoff", "secret/board"],
+            related=[DISCOUNT_POLICY], body="# Price list\n\nTeam plan: 12 EUR a seat.\n",
+        )  # fmt: skip
+        publish("topics/onboarding.md", title="Onboarding")
+
+    def export(self, member: object) -> dict[str, str]:
+        return unzip(b"".join(zip_stream(corpus_files(member))))  # type: ignore[arg-type]
+
+    def test_a_member_gets_only_what_they_can_read_and_no_hidden_name(self) -> None:
+        files = self.export(self.bob)
+        assert set(files) == {
+            "topics/pricing/price-list.md", "topics/onboarding.md", "captures/notes/kickoff.md", "figures.yml",
+            "README.md",
+        }  # fmt: skip
+        price_list = files["topics/pricing/price-list.md"]
+        assert DISCOUNT_POLICY not in price_list  # a related page bob cannot read is not named
+        assert "secret/board" not in price_list
+        assert "capture:notes/kickoff" in price_list
+        assert price_list.startswith("---\n")
+        assert "Team plan: 12 EUR a seat." in price_list
+        assert "We agreed on Thursdays." in files["captures/notes/kickoff.md"]
+        assert "[Price list](topics/pricing/price-list.md)" in files["README.md"]
+        alice = self.export(self.alice)
+        assert DISCOUNT_POLICY in alice
+        assert DISCOUNT_POLICY in alice["topics/pricing/price-list.md"]
+
+    def test_frontmatter_as_written_when_it_names_nothing_hidden(self) -> None:
+        publish("topics/plain.md", title="Plain")
+        written = page_markdown(title="Plain")
+        assert self.export(self.bob)["topics/plain.md"].startswith(written.split("\n---\n")[0])
+
+    def test_the_same_corpus_gives_the_same_bytes(self) -> None:
+        first = b"".join(zip_stream(corpus_files(self.bob)))
+        second = b"".join(zip_stream(corpus_files(self.bob)))
+        assert first == second
+        with zipfile.ZipFile(io.BytesIO(first)) as archive:
+            assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+    def test_figures_current_and_history(self) -> None:
+        import datetime as dt
+
+        for value, as_of in (("12", dt.date(2026, 1, 1)), ("14", dt.date(2026, 6, 1))):
+            figure_record(actor=SYSTEM, page_path="topics/pricing/price-list.md", key="seat-price", value=value,
+                          unit="EUR", as_of=as_of)  # fmt: skip
+        figures = self.export(self.bob)["figures.yml"]
+        assert "seat-price" in figures
+        assert "current:" in figures
+        assert "'14'" in figures or "14" in figures
+
+    def test_the_rest_export_streams_and_is_audited(self) -> None:
+        token = api_token_issue(actor=self.bob, name="cli", scopes=["corpus:read"])[1]
+        response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/export")
+        assert response.status_code == 200
+        assert response.streaming
+        assert response["Content-Type"] == "application/zip"
+        files = unzip(b"".join(response.streaming_content))
+        assert "topics/onboarding.md" in files
+        assert DISCOUNT_POLICY not in files
+        event = AuditEvent.objects.get(action="corpus.export")
+        assert event.actor_label == "bob"
+        assert event.metadata["files"] == len(files)
+        memory_only = api_token_issue(actor=self.bob, name="m", scopes=["memory"])[1]
+        assert Client(HTTP_AUTHORIZATION=f"Bearer {memory_only}").get("/api/v1/export").status_code == 403
+
+    def test_the_browse_page_offers_the_download(self) -> None:
+        browser = Client()
+        browser.force_login(self.bob.user)
+        assert "/api/v1/export" in browser.get("/pages/").content.decode()
+        download = browser.get("/api/v1/export")
+        assert download.status_code == 200
+        assert "topics/onboarding.md" in unzip(b"".join(download.streaming_content))
