@@ -6,6 +6,9 @@ the build's pages gets the very same 404 as for a build id that does not exist.
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -27,7 +30,14 @@ from builds.selectors import (
     is_requester_or_participant,
     visible_drafts,
 )
-from builds.services import ImportInvalid, PromotionBlocked, build_promote, build_reject
+from builds.services import (
+    ImportInvalid,
+    PromotionBlocked,
+    build_credential_issue,
+    build_open,
+    build_promote,
+    build_reject,
+)
 from corpus.diffs import line_diff
 from corpus.models import Page
 from corpus.views import page_unavailable
@@ -43,16 +53,46 @@ def _visible_or_404(request: HttpRequest, public_id: str) -> Build:
         raise Http404("build not found") from None
 
 
+_AGENT_BUILD_SESSION_KEY = "_brain_agent_build"
+
+
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
+@limited_view("write")
 def build_queue(request: HttpRequest) -> HttpResponse:
+    """Builds awaiting your review and your own; POST starts an agent build (its credential shown once).
+
+    Post, redirect, get: the credential rides in the session to the very next page, which
+    removes it as it shows it, so a reload neither opens a second build nor shows it again.
+    """
     member = principal_for_user(request.user)
+    if request.method == "POST":
+        if member is None:
+            raise PermissionDenied("only members can open builds")
+        title = str(request.POST.get("title", "")).strip() or "Agent build"
+        build = build_open(actor=member, title=title[:200], purpose=str(request.POST.get("purpose", ""))[:5000])
+        credential, token = build_credential_issue(actor=member, build=build)
+        request.session[_AGENT_BUILD_SESSION_KEY] = {
+            "id": str(build.public_id), "title": build.title, "token": token,
+            "expires": credential.expires_at.strftime("%Y-%m-%d %H:%M"),
+        }  # fmt: skip
+        return redirect("builds:build-queue")
+    started = request.session.pop(_AGENT_BUILD_SESSION_KEY, None)
+    agent_config = None
+    if started:
+        url = settings.BRAIN_BASE_URL + "/api/build/mcp"
+        agent_config = json.dumps(
+            {"mcpServers": {"brain-build": {"type": "http", "url": url,
+                                            "headers": {"Authorization": f"Bearer {started['token']}"}}}},
+            indent=2,
+        )  # fmt: skip
     mine = list(Build.objects.filter(requester=member).order_by("-created_at")[:20]) if member else []
     return render(
         request,
         "builds/build_queue.html",
-        {"awaiting": build_list_awaiting_review(principal=member), "mine": mine},
-    )
+        {"awaiting": build_list_awaiting_review(principal=member), "mine": mine, "started": started,
+         "agent_config": agent_config, "mcp_url": settings.BRAIN_BASE_URL + "/api/build/mcp"},
+    )  # fmt: skip
 
 
 @login_required

@@ -43,3 +43,36 @@ class BuildCommandTests(BrainTestCase):
         with self.captureOnCommitCallbacks(execute=False):
             call_command("build_reembed", "--requester", "charlie", stdout=io.StringIO())
         assert Build.objects.get().kind == Build.Kind.REEMBED
+
+
+class BuildOpenCommandTests(BrainTestCase):
+    def test_opens_a_build_and_prints_a_working_credential_once(self) -> None:
+        import json
+
+        from builds.services import build_credential_resolve
+
+        out = io.StringIO()
+        call_command("build_open", "--requester", "alice", "--title", "Agent edits", stdout=out)
+        printed = out.getvalue()
+        token = next(line.rsplit(" ", 1)[1] for line in printed.splitlines() if line.startswith("credential"))
+        build = build_credential_resolve(token)
+        assert build.title == "Agent edits"
+        assert build.requester_id == self.alice.pk
+        config = json.loads(printed[printed.index("{") :])
+        assert config["mcpServers"]["brain-build"]["headers"]["Authorization"] == f"Bearer {token}"
+        assert token not in str(build.credentials.get().token_hash)
+        with pytest.raises(CommandError, match="not an active member"):
+            call_command("build_open", "--requester", "nobody", "--title", "x", stdout=io.StringIO())
+
+    def test_the_builds_page_starts_an_agent_build_and_shows_its_credential_once(self) -> None:
+        import re
+
+        from builds.services import build_credential_resolve
+
+        self.client.force_login(self.alice.user)
+        page = self.client.post("/builds/", {"title": "Update the price list"}, follow=True).content.decode()
+        token = re.search(r"<code>(bld_[^<]+)</code>", page)
+        assert token, page[:2000]
+        assert build_credential_resolve(token.group(1)).title == "Update the price list"
+        assert "/api/build/mcp" in page
+        assert token.group(1) not in self.client.get("/builds/").content.decode()  # shown once
