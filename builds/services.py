@@ -208,6 +208,10 @@ def build_write_page(*, build: Build, path: str, markdown: str, document: PageDo
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
+        if document is None:
+            document = page_validate(
+                actor=acting_requester(locked), path=path, markdown=markdown, branch_sources=branch_capture_keys(locked)
+            )
         revision, _ = revision_create(actor=acting_requester(locked), path=path, markdown=markdown, document=document)
         change, _ = BuildChange.objects.update_or_create(
             build=locked, path=path, defaults={"action": BuildChange.Action.WRITE, "revision": revision, "new_path": ""}
@@ -217,6 +221,11 @@ def build_write_page(*, build: Build, path: str, markdown: str, document: PageDo
             target=str(locked.public_id), metadata={"path": path},
         )  # fmt: skip
     return change
+
+
+def branch_capture_keys(build: Build) -> frozenset[str]:
+    """Keys of the captures recorded on ``build``'s branch (a page on it may cite them)."""
+    return frozenset(BuildCapture.objects.filter(build=build).values_list("source__key", flat=True))
 
 
 def build_delete_page(*, build: Build, path: str) -> BuildChange:

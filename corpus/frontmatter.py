@@ -305,12 +305,16 @@ def parse_page(path: str, markdown: str) -> PageDocument:
     )
 
 
-def check_references(document: PageDocument, *, principal: Principal | None) -> list[Problem]:
+def check_references(
+    document: PageDocument, *, principal: Principal | None, branch_sources: frozenset[str] = frozenset()
+) -> list[Problem]:
     """Database checks: the owner is an active member; every cited capture exists.
 
     A capture ``principal`` may not read is reported exactly like a missing one — unless the
     live page at this path already cites it: a redraft carries the page's citations over
     (nothing is lost on promotion), and naming one the author never saw would reveal it.
+    ``branch_sources``: captures recorded on the same build (drafts until it is promoted,
+    which makes them live together with the page citing them).
     """
     from corpus.models import Page, Source
     from grants.models import Member
@@ -319,7 +323,7 @@ def check_references(document: PageDocument, *, principal: Principal | None) -> 
     if not Member.objects.filter(user__username=document.owner, is_active=True).exists():
         problems.append(Problem("owner", f"{document.owner!r} is not an active member"))
     visible = Source.objects.visible_to(principal, "read").filter(key__in=document.sources)
-    known = set(visible.values_list("key", flat=True))
+    known = set(visible.values_list("key", flat=True)) | (branch_sources & set(document.sources))
     unknown = [source_id for source_id in document.sources if source_id not in known]
     if unknown:
         live = (

@@ -193,7 +193,14 @@ def _first_heading(body: str) -> str | None:
 # --------------------------------------------------------------------------- validation
 
 
-def page_validate(*, actor: Principal | None, path: str, markdown: str, unchanged: bool = False) -> PageDocument:
+def page_validate(
+    *,
+    actor: Principal | None,
+    path: str,
+    markdown: str,
+    unchanged: bool = False,
+    branch_sources: frozenset[str] = frozenset(),
+) -> PageDocument:
     """Validate a page without writing it: path, frontmatter, references, NUL, secrets.
 
     ``unchanged``: the caller found ``markdown`` identical to the live revision of ``path``
@@ -206,7 +213,7 @@ def page_validate(*, actor: Principal | None, path: str, markdown: str, unchange
     if not unchanged:
         _refuse_page(actor=actor, path=path, markdown=markdown)
     document = parse_page(path, markdown)
-    problems = check_references(document, principal=actor)
+    problems = check_references(document, principal=actor, branch_sources=branch_sources)
     if problems:
         raise PageInvalid(problems)
     if not unchanged:

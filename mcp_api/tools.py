@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from builds.models import Build, BuildChange
 from builds.selectors import build_diff, build_summary
 from builds.services import (
+    branch_capture_keys,
     build_delete_page,
     build_link_pages,
     build_move_page,
@@ -423,7 +424,8 @@ class ValidateOut(Out):
 
 def validate_page(caller: Caller, args: WriteArgs) -> ValidateOut:
     try:
-        page_validate(actor=caller.principal, path=args.path, markdown=args.markdown)
+        page_validate(actor=caller.principal, path=args.path, markdown=args.markdown,
+                      branch_sources=branch_capture_keys(_build(caller)))  # fmt: skip
     except PageInvalid as invalid:
         return ValidateOut(valid=False, problems=[str(problem) for problem in invalid.problems])
     return ValidateOut(valid=True, problems=[])

@@ -1,0 +1,45 @@
+"""A build can cite a capture it recorded itself: both go live together when a person approves."""
+
+from __future__ import annotations
+
+from builds.services import build_promote, build_record_capture, build_submit, build_write_page
+from corpus.models import Page, Source
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from tests.base import BrainTestCase, page_markdown
+
+
+class BranchCaptureTests(BrainTestCase):
+    def test_a_page_cites_a_capture_recorded_on_the_same_build(self) -> None:
+        from builds.services import build_open
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        erin = member_create(actor=SYSTEM, username="erin", password="pw-erin-12345")
+        grant_issue(actor=SYSTEM, member=erin, path="topics/pricing/", permission="approve")
+        grant_issue(actor=SYSTEM, member=erin, path="captures/", permission="approve")
+        build = build_open(actor=self.alice, title="New seat price")
+        recorded = build_record_capture(build=build, key="calls/finance", kind="note", title="Finance call",
+                                        text="Finance approved 14 EUR a seat.")  # fmt: skip
+        key = recorded.source.key
+        markdown = page_markdown(title="Seat price", sources=[key], body="# Seat price\n\n14 EUR a seat.\n")
+        build_write_page(build=build, path="topics/pricing/seat-price.md", markdown=markdown)
+        assert not Source.objects.get(key=key).is_live  # a draft until a person approves
+        build_submit(actor=self.alice, build=build)
+        build_promote(actor=erin, build=build, note="Approved by finance")
+        page = Page.objects.select_related("current_revision").get(path="topics/pricing/seat-price.md")
+        assert page.current_revision.frontmatter["sources"] == [f"capture:{key}"]  # type: ignore[union-attr]
+        assert Source.objects.get(key=key).is_live
+
+    def test_a_capture_of_another_build_is_still_unknown(self) -> None:
+        import pytest
+
+        from builds.services import build_open
+        from corpus.frontmatter import PageInvalid
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        other = build_open(actor=self.alice, title="Other")
+        key = build_record_capture(build=other, key="calls/x", kind="note", title="X", text="x").source.key
+        build = build_open(actor=self.alice, title="This one")
+        markdown = page_markdown(title="Seat price", sources=[key])
+        with pytest.raises(PageInvalid, match="does not exist"):
+            build_write_page(build=build, path="topics/pricing/seat-price.md", markdown=markdown)
