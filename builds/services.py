@@ -256,7 +256,8 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
     """Propose moving the live page at ``path`` to ``new_path`` (a draft at the new path, the old one retired).
 
     ``new_path`` is validated, never repaired; it must not be a live page. The requester
-    needs ``suggest`` on both paths.
+    needs ``suggest`` on both paths. A draft of the page already written on this build moves
+    with it (its edits are kept); otherwise the live revision does.
     """
     refuse(new_path, field="new_path")
     with transaction.atomic():
@@ -273,8 +274,17 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
             raise ValidationError({"new_path": f"{new_path} is already a live page"})
         current = page.current_revision
         assert current is not None  # visible pages are live
-        markdown = _markdown_of(current.frontmatter, current.body)
-        revision, _ = revision_create(actor=requester, path=new_path, markdown=markdown)
+        drafted = (
+            BuildChange.objects.select_related("revision")
+            .filter(build=locked, path=path, action__in=[BuildChange.Action.WRITE, BuildChange.Action.MOVE])
+            .first()
+        )
+        source = drafted.revision if drafted is not None and drafted.revision is not None else current
+        markdown = _markdown_of(source.frontmatter, source.body)
+        document = page_validate(
+            actor=requester, path=new_path, markdown=markdown, branch_sources=branch_capture_keys(locked)
+        )
+        revision, _ = revision_create(actor=requester, path=new_path, markdown=markdown, document=document)
         change, _ = BuildChange.objects.update_or_create(
             build=locked,
             path=path,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.db.models import Q
 from pydantic import BaseModel, Field
 
 from builds.models import Build, BuildChange
@@ -317,7 +318,15 @@ class DraftOut(Out):
 
 
 def read_draft(caller: Caller, args: PathArgs) -> DraftOut:
-    change = BuildChange.objects.select_related("revision").get(build=_build(caller), path=args.path)
+    # A moved page is found at its old path and at its new one.
+    change = (
+        BuildChange.objects.select_related("revision")
+        .filter(build=_build(caller))
+        .filter(Q(path=args.path) | Q(new_path=args.path, action=BuildChange.Action.MOVE))
+        .first()
+    )
+    if change is None:
+        raise BuildChange.DoesNotExist(f"no draft of {args.path} on this branch")
     revision = change.revision
     return DraftOut(
         path=change.path, action=change.action,

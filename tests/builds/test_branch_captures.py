@@ -43,3 +43,22 @@ class BranchCaptureTests(BrainTestCase):
         markdown = page_markdown(title="Seat price", sources=[key])
         with pytest.raises(PageInvalid, match="does not exist"):
             build_write_page(build=build, path="topics/pricing/seat-price.md", markdown=markdown)
+
+
+class MoveKeepsDraftTests(BrainTestCase):
+    def test_moving_a_page_keeps_the_edits_drafted_on_the_build(self) -> None:
+        from brain.callers import BUILD, Caller
+        from builds.services import build_move_page, build_open
+        from mcp_api.tools import PathArgs, read_draft
+        from tests.base import publish
+
+        publish("topics/pricing/old.md", title="Old", body="# Old\n\nLive text.\n")
+        build = build_open(actor=self.alice, title="Rename and edit")
+        edited = page_markdown(title="Old", body="# Old\n\nEdited on the branch.\n")
+        build_write_page(build=build, path="topics/pricing/old.md", markdown=edited)
+        build_move_page(build=build, path="topics/pricing/old.md", new_path="topics/pricing/new.md")
+        caller = Caller(principal=self.alice, kind=BUILD, build=build)
+        at_new_path = read_draft(caller, PathArgs(path="topics/pricing/new.md"))
+        assert "Edited on the branch." in at_new_path.body
+        assert at_new_path.action == "move"
+        assert "Edited on the branch." in read_draft(caller, PathArgs(path="topics/pricing/old.md")).body
