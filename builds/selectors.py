@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from brain.rows import columns, fetch_one, hydrate
-from builds.models import Build, BuildCapture, BuildChange, BuildFigure
+from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from corpus.models import Page, Revision
 from corpus.selectors import ReferenceFilter
 from grants.models import Member, Permission, Sensitivity
@@ -586,6 +586,27 @@ def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, obje
 def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object]:
     """The JSON shape of a build for the API (ids are public ids only), as ``viewer`` may see it."""
     drafts = visible_drafts(build=build, viewer=viewer)
+    readable = readable_changes(viewer, build)
+    approval: dict[str, object] | None = None
+    promotion = Promotion.objects.filter(build=build).first() if build.status == Build.Status.PROMOTED else None
+    if promotion is not None:
+        readable_paths = {
+            path
+            for change in build_parts(build).changes
+            if change.pk in readable
+            for path in (change.path, change.new_path)
+        }
+        approval = {
+            "approver": promotion.approver_label,
+            "note": promotion.note,
+            "at": promotion.created_at.isoformat(),
+            # What went live, as the reader may see it (never a path they cannot read).
+            "changes": [
+                {"path": item.get("path"), "action": item.get("action"), "sha256": item.get("sha256")}
+                for item in promotion.approved
+                if isinstance(item, dict) and item.get("path") in readable_paths
+            ],
+        }
     return {
         "id": str(build.public_id),
         "title": build.title,
@@ -600,5 +621,11 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
         ],
         "captures": [f"capture:{source.key}" for source in drafts["captures"]],
         "figures": [figure.key for figure in drafts["figures"]],
-        "blockers": build_promotion_blockers(build=build, approver=viewer) if viewer is not None else [],
+        # A finished build has nothing left to block: its blockers would only be stale.
+        "blockers": (
+            build_promotion_blockers(build=build, approver=viewer)
+            if viewer is not None and not build.is_terminal
+            else []
+        ),
+        "promotion": approval,
     }

@@ -29,6 +29,19 @@ class BranchCaptureTests(BrainTestCase):
         page = Page.objects.select_related("current_revision").get(path="topics/pricing/seat-price.md")
         assert page.current_revision.frontmatter["sources"] == [f"capture:{key}"]  # type: ignore[union-attr]
         assert Source.objects.get(key=key).is_live
+        # What was approved stays visible after promotion, with no stale blockers.
+        from builds.selectors import build_summary
+
+        build.refresh_from_db()
+        summary = build_summary(build=build, viewer=erin)
+        assert summary["blockers"] == []
+        promotion: dict[str, object] = summary["promotion"]  # type: ignore[assignment]
+        assert promotion["approver"] == "erin"
+        assert promotion["note"] == "Approved by finance"
+        assert [c["path"] for c in promotion["changes"]] == ["topics/pricing/seat-price.md"]  # type: ignore[attr-defined]
+        self.client.force_login(self.alice.user)
+        api = self.client.get(f"/api/builds/{build.public_id}").json()
+        assert api["promotion"]["changes"][0]["sha256"]
 
     def test_a_capture_of_another_build_is_still_unknown(self) -> None:
         import pytest
