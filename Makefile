@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-browser browser lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-rest bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-web bench-answers conformance
+.PHONY: run test test-browser browser lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-rest bench-export bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-web bench-answers conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,9 @@ bench-search-scale: $(STAMP)
 	$(PY) -m bench.search_scale
 
 # MCP read_page throughput through gunicorn against a plain Django view (about a minute).
+bench-export: $(STAMP)
+	$(PY) -m bench.export
+
 bench-rest: $(STAMP)
 	$(PY) -m bench.rest_throughput
 
