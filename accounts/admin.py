@@ -183,7 +183,10 @@ class PeopleMemberAdmin(MemberAdmin):
     def _member(self, request: HttpRequest, object_id: str) -> Member:
         if not self.has_change_permission(request):
             raise PermissionDenied
-        member = Member.objects.select_related("user").filter(pk=unquote(object_id)).first()
+        try:
+            member = Member.objects.select_related("user").filter(pk=int(unquote(object_id))).first()
+        except ValueError:
+            member = None
         if member is None:
             raise Http404("no such member")
         return member

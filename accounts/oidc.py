@@ -60,8 +60,9 @@ class MemberOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
 
     def verify_claims(self, claims: dict[str, Any]) -> bool:
         email = claims.get("email")
-        # A provider that states the address is unverified is not trusted with it.
-        return bool(email) and claims.get("email_verified", True) is True
+        # Only an address the provider states it verified: one that omits the claim may let
+        # people choose any address, including a member's.
+        return bool(email) and claims.get("email_verified") is True
 
     def filter_users_by_claims(self, claims: dict[str, Any]) -> QuerySet[Any]:
         User = get_user_model()

@@ -177,8 +177,14 @@ def _refuse_self_or_last_owner(actor: Principal, member: Member) -> None:
     if isinstance(actor, Member) and actor.pk == member.pk:
         raise ValidationError("you cannot suspend or offboard yourself; ask another administrator")
     if member.role == Member.Role.OWNER:
-        others = Member.objects.filter(role=Member.Role.OWNER, is_active=True, user__is_active=True)
-        if not others.exclude(pk=member.pk).exists():
+        # Locked, inside the caller's transaction: two administrators suspending the last two
+        # owners at once cannot both pass this check.
+        owners = list(
+            Member.objects.select_for_update()
+            .filter(role=Member.Role.OWNER, is_active=True, user__is_active=True)
+            .values_list("pk", flat=True)
+        )
+        if not [pk for pk in owners if pk != member.pk]:
             raise ValidationError(f"{member.username} is the last active owner; make someone else owner first")
 
 
@@ -218,8 +224,8 @@ def member_suspend(*, actor: Principal, member: Member, reassign_to: Member | No
     — but never the revoked credentials.
     """
     require_administrator(actor)
-    _refuse_self_or_last_owner(actor, member)
     with transaction.atomic():
+        _refuse_self_or_last_owner(actor, member)
         locked = _lock(member)
         if not locked.is_active and not locked.user.is_active:
             raise ValidationError(f"{locked.username} is already suspended")
@@ -275,8 +281,8 @@ def member_offboard(
     Pages they own are listed for reassignment (ownership changes through a reviewed build).
     """
     require_administrator(actor)
-    _refuse_self_or_last_owner(actor, member)
     with transaction.atomic():
+        _refuse_self_or_last_owner(actor, member)
         locked = _lock(member)
         if locked.offboarded_at is not None:
             raise ValidationError(f"{locked.username} has already been offboarded")

@@ -62,7 +62,9 @@ class SurfacePermission(BasePermission):
         surface = SURFACES[view.surface]
         if admits(surface, caller):
             return True
-        need = f"the scope {surface.scope!r}" if surface.scope and caller.kind in surface.kinds else "another kind"
+        wanted = {*([surface.scope] if surface.scope else []), *surface.also}
+        scopes = " and ".join(repr(scope) for scope in sorted(wanted))
+        need = f"the scope(s) {scopes}" if scopes and caller.kind in surface.kinds else "another kind"
         raise PermissionDenied(
             f"This credential ({caller.kind}) may not use this endpoint; it needs {need}.", code="insufficient_scope"
         )

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 from pydantic import ValidationError as ArgsInvalid
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -82,7 +83,14 @@ class ToolView(APIView):
         cls.http_method_names = [*methods, *(["head"] if "get" in methods else []), "options"]
 
     def operation(self, method: str | None) -> Operation:
-        return self.operations["GET" if method == "HEAD" else str(method)]
+        """The operation of ``method``; OPTIONS is guarded like the endpoint's first method; any
+        other method the endpoint does not have is a 405 (DRF asks for the surface first)."""
+        wanted = "GET" if method == "HEAD" else str(method)
+        if wanted == "OPTIONS":
+            return next(iter(self.operations.values()))
+        if wanted not in self.operations:
+            raise MethodNotAllowed(wanted)
+        return self.operations[wanted]
 
     @property
     def surface(self) -> str:

@@ -503,9 +503,15 @@ class CorpusExport(PlainView):
         counter = Counter()
 
         def stream() -> Iterator[bytes]:
-            yield from zip_stream(corpus_files(principal), counter)
-            audit_record(actor=principal, action="corpus.export", target_type="corpus", target="zip",
-                         metadata={"files": counter.files, "bytes": counter.bytes, "via": caller.kind})  # fmt: skip
+            completed = False
+            try:
+                yield from zip_stream(corpus_files(principal), counter)
+                completed = True
+            finally:
+                # Also when the client goes away mid-way: what it received is on the record.
+                audit_record(actor=principal, action="corpus.export", target_type="corpus", target="zip",
+                             metadata={"files": counter.files, "bytes": counter.bytes, "via": caller.kind,
+                                       "completed": completed})  # fmt: skip
 
         response = StreamingHttpResponse(stream(), content_type="application/zip")
         response["Content-Disposition"] = f'attachment; filename="{export_name()}"'

@@ -104,13 +104,16 @@ class Surface:
 
     ``kinds``: the credential kinds it accepts at all. ``scope``: the scope a ``person``,
     ``personal`` or ``session`` caller must hold (None: none). ``resource``: the path an
-    OAuth token must be bound to (RFC 8707); None refuses OAuth tokens here. Question
-    and build credentials carry no scopes: their kind is their permission.
+    OAuth token must be bound to (RFC 8707); None refuses OAuth tokens here. ``also``:
+    scopes required besides ``scope`` (opening a build mints a credential that reads the
+    corpus, so it needs ``corpus:read`` too: no token mints one that reaches more than
+    itself). Question and build credentials carry no scopes: their kind is their permission.
     """
 
     kinds: frozenset[str]
     scope: str | None = None
     resource: str | None = None
+    also: frozenset[str] = frozenset()  # further scopes required with ``scope``
 
 
 def _surface(kinds: set[str], scope: str | None = None, resource: str | None = REST_API_PATH) -> Surface:
@@ -139,7 +142,9 @@ SURFACES: dict[str, Surface] = {
     "sources.read": _surface(_READERS, SCOPE_CORPUS_READ),
     "sources.write": _surface(_PEOPLE, SCOPE_SOURCES_WRITE),
     "memory": _surface(_PEOPLE, SCOPE_MEMORY),
-    "builds.write": _surface(_PEOPLE, SCOPE_BUILDS_WRITE),
+    "builds.write": Surface(
+        kinds=frozenset(_PEOPLE), scope=SCOPE_BUILDS_WRITE, resource=REST_API_PATH, also=frozenset({SCOPE_CORPUS_READ})
+    ),
     "builds.own": _surface({*_PEOPLE, BUILD}, SCOPE_BUILDS_WRITE),  # a build credential: its own build only
     "questions": _surface({*_PEOPLE, QUESTION}, SCOPE_CORPUS_READ),
     "team": _surface(_PEOPLE, None),
@@ -154,7 +159,7 @@ def admits(surface: Surface, caller: Caller) -> bool:
     if caller.kind == PERSON and (surface.resource is None or not _bound_to(caller.resources, surface.resource)):
         return False
     if caller.kind in (PERSON, PERSONAL, SESSION) and surface.scope is not None:
-        return surface.scope in caller.scopes
+        return surface.scope in caller.scopes and surface.also <= caller.scopes
     return True
 
 

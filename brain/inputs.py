@@ -146,11 +146,16 @@ def _declared_length(request: HttpRequest) -> int | None:
 GENERAL_BODY_LIMIT = 2_621_440  # 2.5 MB, Django's own default for form and JSON bodies
 # Routes whose bodies may be larger than the general limit; 0: the route answers its own 413
 # in its own protocol's shape (MCP's JSON-RPC errors, ``mcp_api.views``).
-_ROUTE_BODY_LIMITS = (("/api/mcp", 0), ("/api/build/mcp", 0), ("/api/memory/import", 5 * 1024 * 1024))
+_ROUTE_BODY_LIMITS = (
+    ("/api/mcp", 0),
+    ("/api/build/mcp", 0),
+    ("/api/memory/import", 5 * 1024 * 1024),
+    ("/api/v1/memories/import", 5 * 1024 * 1024),
+)
 
 
 # The routes that take file uploads (multipart bodies up to the upload limits).
-UPLOAD_ROUTES = ("/sources/upload", "/api/sources", "/builds/import")
+UPLOAD_ROUTES = ("/sources/upload", "/api/sources", "/builds/import", "/api/v1/uploads", "/api/v1/builds/import")
 
 
 def body_limit(request: HttpRequest) -> int:

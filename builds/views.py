@@ -11,6 +11,7 @@ import json
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -70,8 +71,9 @@ def build_queue(request: HttpRequest) -> HttpResponse:
         if member is None:
             raise PermissionDenied("only members can open builds")
         title = str(request.POST.get("title", "")).strip() or "Agent build"
-        build = build_open(actor=member, title=title[:200], purpose=str(request.POST.get("purpose", ""))[:5000])
-        credential, token = build_credential_issue(actor=member, build=build)
+        with transaction.atomic():  # no open build left without its credential
+            build = build_open(actor=member, title=title[:200], purpose=str(request.POST.get("purpose", ""))[:5000])
+            credential, token = build_credential_issue(actor=member, build=build)
         request.session[_AGENT_BUILD_SESSION_KEY] = {
             "id": str(build.public_id), "title": build.title, "token": token,
             "expires": credential.expires_at.strftime("%Y-%m-%d %H:%M"),

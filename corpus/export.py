@@ -93,10 +93,13 @@ def _figures(principal: Principal) -> bytes:
         .order_by("page__path", "key", "as_of", "id")
     )
     figures: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    readable = {str(key) for key in Source.objects.visible_to(principal, "read").values_list("key", flat=True)}
     for figure in rows.iterator(chunk_size=BATCH):
+        # A figure on a readable page may cite a capture the reader cannot read: not named.
+        cited = figure.source.key if figure.source is not None and figure.source.key in readable else None
         figures.setdefault(figure.page.path, {}).setdefault(figure.key, []).append(
             {"value": format(figure.value.normalize(), "f"), "unit": figure.unit, "as_of": figure.as_of.isoformat(),
-             "source": f"capture:{figure.source.key}" if figure.source else None}
+             "source": f"capture:{cited}" if cited else None}
         )  # fmt: skip
     document = {
         page: {key: {"current": values[-1], "history": values} for key, values in keys.items()}
@@ -108,17 +111,30 @@ def _figures(principal: Principal) -> bytes:
 def corpus_files(principal: Principal) -> Iterator[ExportFile]:
     """Every file of ``principal``'s materialised corpus, in a fixed order (README last)."""
     index: list[tuple[str, str]] = []
+    taken: set[str] = set()  # lower-cased: a case-insensitive file system must not merge two names
     for file, entry in _pages(principal):
         index.append(entry)
+        taken.add(file.path.lower())
         yield file
     captures = 0
     for source in Source.objects.visible_to(principal, "read").order_by("key").iterator(chunk_size=BATCH):
         captures += 1
-        yield ExportFile(f"captures/{source.key}.md", _capture_markdown(source).encode("utf-8"))
-    yield ExportFile("figures.yml", _figures(principal))
+        yield ExportFile(_free(f"captures/{source.key}", ".md", taken), _capture_markdown(source).encode("utf-8"))
+    yield ExportFile(_free("figures", ".yml", taken), _figures(principal))
     lines = ["# Brain export", "", f"{len(index)} pages and {captures} captures; figures in `figures.yml`.", ""]
     lines += [f"- [{title}]({path})" for path, title in index]
-    yield ExportFile("README.md", ("\n".join(lines) + "\n").encode("utf-8"))
+    yield ExportFile(_free("README", ".md", taken), ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _free(stem: str, suffix: str, taken: set[str]) -> str:
+    """``stem + suffix``, or with ``~2``, ``~3`` … before the suffix when a page already has that
+    name (a page may live at ``captures/x.md``); deterministic, and never overwrites a file."""
+    name, number = stem + suffix, 1
+    while name.lower() in taken:
+        number += 1
+        name = f"{stem}~{number}{suffix}"
+    taken.add(name.lower())
+    return name
 
 
 class _Pipe(io.RawIOBase):

@@ -31,6 +31,7 @@ from builds.services import (
     build_write_page,
 )
 from corpus.frontmatter import PageInvalid
+from corpus.models import Source
 from corpus.search import search
 from corpus.selectors import (
     figure_current,
@@ -179,9 +180,12 @@ class FigureOut(Out):
 
 def read_figure(caller: Caller, args: FigureArgs) -> FigureOut:
     figure = figure_current(principal=caller.principal, key=args.key)
+    # The capture behind the value is named only when the reader may read it.
+    source = figure.source
+    cited = source is not None and Source.objects.visible_to(caller.principal, "read").filter(pk=source.pk).exists()
     return FigureOut(
         key=figure.key, value=format(figure.value.normalize(), "f"), unit=figure.unit, as_of=figure.as_of.isoformat(),
-        page=figure.page.path, source=f"capture:{figure.source.key}" if figure.source else None,
+        page=figure.page.path, source=f"capture:{source.key}" if cited and source is not None else None,
     )  # fmt: skip
 
 

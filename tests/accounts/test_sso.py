@@ -52,7 +52,11 @@ class SingleSignOnTests(BrainTestCase):
         assert 'name="password"' in page
 
     def test_an_unknown_email_or_an_unverified_one_is_refused(self) -> None:
-        for email, extra in (("stranger@example.com", {}), ("bob@example.com", {"email_verified": False})):
+        for email, extra in (
+            ("stranger@example.com", {}),
+            ("bob@example.com", {"email_verified": False}),
+            ("bob@example.com", {"email_verified": None}),  # a provider that does not say
+        ):
             browser, done = self.sign_in_as(email, **extra)
             assert done.status_code == 302
             assert done["Location"] == "/login/?sso=failed"

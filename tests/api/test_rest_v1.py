@@ -198,6 +198,31 @@ class RestTests(BrainTestCase):
         assert "topics/Bad Name.md" in broken.json()["error"]["message"]
         assert self.api.post("/api/v1/builds/import", data={"title": "none"}).status_code == 400
 
+    def test_a_method_an_endpoint_does_not_have_is_405_never_500(self) -> None:
+        for method, url in (("get", "/api/v1/sources/notes/x/tags"), ("delete", f"/api/v1/pages/{PRICE_LIST}"),
+                            ("patch", "/api/v1/search"), ("put", "/api/v1/memories")):  # fmt: skip
+            response = getattr(self.api, method)(url)
+            assert response.status_code == 405, (method, url, response.status_code)
+        assert self.api.options("/api/v1/search").status_code < 500
+
+    def test_opening_a_build_needs_corpus_read_too(self) -> None:
+        builds_only = api_token_issue(actor=self.alice, name="b", scopes=["builds:write"])[1]
+        refused = Client(HTTP_AUTHORIZATION=f"Bearer {builds_only}").post(
+            "/api/v1/builds", data=json.dumps({"title": "x"}), content_type="application/json"
+        )
+        assert refused.status_code == 403
+        assert "corpus:read" in refused.json()["error"]["message"]
+
+    def test_uploads_and_imports_take_their_own_size_limits(self) -> None:
+        from django.test import RequestFactory
+
+        from brain.inputs import GENERAL_BODY_LIMIT, body_limit
+
+        for path in ("/api/v1/uploads", "/api/v1/builds/import"):
+            request = RequestFactory().post(path, content_type="multipart/form-data; boundary=x")
+            assert body_limit(request) > GENERAL_BODY_LIMIT, path
+        assert body_limit(RequestFactory().post("/api/v1/memories/import")) == 5 * 1024 * 1024
+
     def test_errors_carry_the_request_id_and_no_internals(self) -> None:
         response = Client(HTTP_AUTHORIZATION="Bearer bmt_nope").get("/api/v1/pages")
         assert response.status_code == 401

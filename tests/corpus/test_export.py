@@ -77,6 +77,29 @@ class ExportTests(BrainTestCase):
         assert "current:" in figures
         assert "'14'" in figures or "14" in figures
 
+    def test_a_figure_never_names_a_capture_the_reader_cannot_read(self) -> None:
+        import datetime as dt
+
+        from brain.callers import PERSON, Caller
+        from mcp_api.tools import FigureArgs, read_figure
+
+        figure_record(actor=SYSTEM, page_path="topics/pricing/price-list.md", key="seat-price", value="14",
+                      unit="EUR", as_of=dt.date(2026, 6, 1), source_key="secret/board")  # fmt: skip
+        assert "secret/board" not in self.export(self.bob)["figures.yml"]
+        seen = read_figure(Caller(principal=self.bob, kind=PERSON), FigureArgs(key="seat-price"))
+        assert seen.source is None
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="read")
+        assert read_figure(Caller(principal=self.alice, kind=PERSON), FigureArgs(key="seat-price")).source == (
+            "capture:secret/board"
+        )
+
+    def test_a_page_and_a_capture_never_share_a_file_name(self) -> None:
+        publish("captures/notes/kickoff.md", title="A page where a capture would go")
+        grant_issue(actor=SYSTEM, member=self.bob, path="captures/notes/kickoff.md", permission="read")
+        files = self.export(self.bob)
+        assert "A page where a capture would go" in files["captures/notes/kickoff.md"]
+        assert "We agreed on Thursdays." in files["captures/notes/kickoff~2.md"]
+
     def test_the_rest_export_streams_and_is_audited(self) -> None:
         token = api_token_issue(actor=self.bob, name="cli", scopes=["corpus:read"])[1]
         response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/export")
@@ -89,6 +112,7 @@ class ExportTests(BrainTestCase):
         event = AuditEvent.objects.get(action="corpus.export")
         assert event.actor_label == "bob"
         assert event.metadata["files"] == len(files)
+        assert event.metadata["completed"] is True
         memory_only = api_token_issue(actor=self.bob, name="m", scopes=["memory"])[1]
         assert Client(HTTP_AUTHORIZATION=f"Bearer {memory_only}").get("/api/v1/export").status_code == 403
 
