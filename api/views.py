@@ -53,6 +53,29 @@ class PageRelationships(ToolView):
     operations = {"GET": _op("page_relationships", "pages.read")}
 
 
+class PlainView(APIView):
+    """A REST v1 endpoint that is not an MCP tool: its surface, rate class and models by hand."""
+
+    authentication_classes = [BearerAuthentication, SessionCallerAuthentication]
+    permission_classes = [SurfacePermission]
+    throttle_classes = [RateWindowThrottle]
+    surface = ""
+    rate_class = "read"
+    operation_id = ""
+    request_model: type[BaseModel] | None = None
+    response_models: dict[int, Any] = {}
+
+    def rate_class_for(self, method: str | None) -> str:
+        return self.rate_class
+
+    def member(self, request: Request) -> Member:
+        caller = request.auth
+        assert isinstance(caller, Caller)  # SurfacePermission
+        if not isinstance(caller.principal, Member):
+            raise PermissionError("memories and uploads belong to people")
+        return caller.principal
+
+
 class RevisionOut(BaseModel):
     number: int = Field(description="Names the revision (a revert repeats a hash, never a number)")
     revision_sha256: str
@@ -68,19 +91,13 @@ class HistoryOut(BaseModel):
     revisions: list[RevisionOut]
 
 
-class PageHistory(APIView):
+class PageHistory(PlainView):
     """Every promoted revision of a page you can read, newest first: who approved it, when, which
     build carried it and the approval note (a build's title and note only when you may see it)."""
 
-    authentication_classes = [BearerAuthentication, SessionCallerAuthentication]
-    permission_classes = [SurfacePermission]
-    throttle_classes = [RateWindowThrottle]
     surface = "pages.read"
     operation_id = "page_history"
     response_models = {200: HistoryOut}
-
-    def rate_class_for(self, method: str | None) -> str:
-        return "read"
 
     def get(self, request: Request, path: str) -> Response:
         from builds.history import page_history
@@ -214,29 +231,6 @@ class BuildSubmit(BuildView):
     operations = {"POST": _op("submit_for_review", "builds.own")}
 
 
-class PlainView(APIView):
-    """A REST v1 endpoint that is not an MCP tool: its surface, rate class and models by hand."""
-
-    authentication_classes = [BearerAuthentication, SessionCallerAuthentication]
-    permission_classes = [SurfacePermission]
-    throttle_classes = [RateWindowThrottle]
-    surface = ""
-    rate_class = "read"
-    operation_id = ""
-    request_model: type[BaseModel] | None = None
-    response_models: dict[int, Any] = {}
-
-    def rate_class_for(self, method: str | None) -> str:
-        return self.rate_class
-
-    def member(self, request: Request) -> Member:
-        caller = request.auth
-        assert isinstance(caller, Caller)  # SurfacePermission
-        if not isinstance(caller.principal, Member):
-            raise PermissionError("memories and uploads belong to people")
-        return caller.principal
-
-
 class ImportStarted(BaseModel):
     id: str
     title: str
@@ -357,17 +351,9 @@ class MemoryStats(PlainView):
     response_models = {200: StatsOut}
 
     def get(self, request: Request) -> Response:
-        from collections import Counter
+        from memory.recall import memory_stats
 
-        from memory.models import Memory
-
-        visible = Memory.objects.visible_to(self.member(request))
-        by = {field: dict(Counter(visible.values_list(field, flat=True))) for field in ("workspace", "status", "kind")}
-        tags: Counter[str] = Counter()
-        for row in visible.values_list("tags", flat=True):
-            tags.update(row)
-        stats = StatsOut(total=visible.count(), **by, top_tags=dict(tags.most_common(20)))
-        return Response(stats.model_dump())
+        return Response(StatsOut(**memory_stats(self.member(request))).model_dump())
 
 
 class JsonLinesRenderer(JSONRenderer):

@@ -116,8 +116,10 @@ class Surface:
     also: frozenset[str] = frozenset()  # further scopes required with ``scope``
 
 
-def _surface(kinds: set[str], scope: str | None = None, resource: str | None = REST_API_PATH) -> Surface:
-    return Surface(kinds=frozenset(kinds), scope=scope, resource=resource)
+def _surface(
+    kinds: set[str], scope: str | None = None, resource: str | None = REST_API_PATH, also: frozenset[str] = frozenset()
+) -> Surface:
+    return Surface(kinds=frozenset(kinds), scope=scope, resource=resource, also=also)
 
 
 _READERS = {PERSON, PERSONAL, BUILD, SESSION}
@@ -142,9 +144,7 @@ SURFACES: dict[str, Surface] = {
     "sources.read": _surface(_READERS, SCOPE_CORPUS_READ),
     "sources.write": _surface(_PEOPLE, SCOPE_SOURCES_WRITE),
     "memory": _surface(_PEOPLE, SCOPE_MEMORY),
-    "builds.write": Surface(
-        kinds=frozenset(_PEOPLE), scope=SCOPE_BUILDS_WRITE, resource=REST_API_PATH, also=frozenset({SCOPE_CORPUS_READ})
-    ),
+    "builds.write": _surface(_PEOPLE, SCOPE_BUILDS_WRITE, also=frozenset({SCOPE_CORPUS_READ})),
     "builds.own": _surface({*_PEOPLE, BUILD}, SCOPE_BUILDS_WRITE),  # a build credential: its own build only
     "questions": _surface({*_PEOPLE, QUESTION}, SCOPE_CORPUS_READ),
     "team": _surface(_PEOPLE, None),

@@ -93,13 +93,16 @@ def _figures(principal: Principal) -> bytes:
         .order_by("page__path", "key", "as_of", "id")
     )
     figures: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    readable = {str(key) for key in Source.objects.visible_to(principal, "read").values_list("key", flat=True)}
-    for figure in rows.iterator(chunk_size=BATCH):
-        # A figure on a readable page may cite a capture the reader cannot read: not named.
-        cited = figure.source.key if figure.source is not None and figure.source.key in readable else None
+    records = list(rows.iterator(chunk_size=BATCH))
+    # A figure on a readable page may cite a capture the reader cannot read: it is not named.
+    # The same filter as the pages' citations, on just the cited captures.
+    cited = ReferenceFilter(principal, [{"sources": sorted({f.source.key for f in records if f.source is not None})}])
+    for figure in records:
+        source = figure.source.key if figure.source is not None else None
+        shown = source is not None and (cited.everything or source in cited.sources)
         figures.setdefault(figure.page.path, {}).setdefault(figure.key, []).append(
             {"value": format(figure.value.normalize(), "f"), "unit": figure.unit, "as_of": figure.as_of.isoformat(),
-             "source": f"capture:{cited}" if cited else None}
+             "source": f"capture:{source}" if shown else None}
         )  # fmt: skip
     document = {
         page: {key: {"current": values[-1], "history": values} for key, values in keys.items()}

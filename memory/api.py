@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
@@ -251,12 +250,9 @@ def count(request: HttpRequest, member: Member) -> HttpResponse:
 
 @memory_api(("GET",))
 def stats(request: HttpRequest, member: Member) -> HttpResponse:
-    visible = Memory.objects.visible_to(member)
-    by = {field: dict(Counter(visible.values_list(field, flat=True))) for field in ("workspace", "status", "kind")}
-    tags: Counter[str] = Counter()
-    for row in visible.values_list("tags", flat=True):
-        tags.update(row)
-    return JsonResponse({"total": visible.count(), **by, "top_tags": dict(tags.most_common(20))})
+    from memory.recall import memory_stats
+
+    return JsonResponse(memory_stats(member))
 
 
 @memory_api(("GET",))

@@ -383,3 +383,16 @@ def memory_connections(*, actor: Member, memory_id: Any) -> list[tuple[str, str,
         for link in MemoryLink.objects.filter(to_memory=memory, from_memory__in=visible).select_related("from_memory")
     ]
     return out + into
+
+
+def memory_stats(member: Member) -> dict[str, Any]:
+    """Counts of the memories ``member`` can see: total, by workspace, status and kind, and the
+    20 most used tags (the REST APIs' stats, old and v1)."""
+    from collections import Counter
+
+    visible = Memory.objects.visible_to(member)
+    by = {field: dict(Counter(visible.values_list(field, flat=True))) for field in ("workspace", "status", "kind")}
+    tags: Counter[str] = Counter()
+    for row in visible.values_list("tags", flat=True):
+        tags.update(row)
+    return {"total": visible.count(), **by, "top_tags": dict(tags.most_common(20))}
