@@ -92,8 +92,13 @@ class DurableDriverTests(TransactionTestCase):
             def drafted() -> int:
                 return BuildJobItem.objects.filter(job=job, done=True).count()
 
-            _wait_for(lambda: drafted() >= 30, 120, "the first batches")
-            _kill(worker)  # mid-build: a batch is usually in flight
+            def in_flight() -> bool:
+                return BuildJob.objects.filter(pk=job.pk, lease_token__isnull=False).exists()
+
+            # Killed while a step holds the lease: between two steps the next message is already
+            # queued and the new worker simply goes on, and the sweep would have nothing to do.
+            _wait_for(lambda: drafted() >= 30 and in_flight(), 120, "the first batches, a step in flight")
+            _kill(worker)
             killed_at = drafted()
             assert killed_at < PAGES
             worker = _start_worker(lease)
