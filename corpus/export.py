@@ -8,6 +8,11 @@ them with fixed timestamps and permissions, so the same corpus gives the same by
 yields the archive as it is written (rows are read in batches; nothing holds the whole
 corpus or the whole zip in memory).
 
+It is two steps, both public because the git mirror (``mirror``) uses them apart:
+``corpus_plan`` names every file from narrow queries (path, title, a stamp that moves when
+the row does) and ``corpus_render`` reads the content of the files asked for. The export
+renders every file; the mirror renders only those whose stamp or citations changed.
+
 A page's frontmatter is exported as its author wrote it, unless it names a page or a
 capture the principal cannot read; then it is the parsed frontmatter with those left out
 (an export must not tell a reader that a hidden path exists).
@@ -20,7 +25,7 @@ import io
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -58,23 +63,95 @@ def _page_markdown(page: Page, references: ReferenceFilter) -> str:
     return f"---\n{header}---\n\n{revision.body.lstrip(chr(10))}"
 
 
-def _pages(principal: Principal) -> Iterator[tuple[ExportFile, tuple[str, str]]]:
-    visible = Page.objects.visible_to(principal, "read").select_related("current_revision").order_by("path")
-    batch: list[Page] = []
-    for page in visible.iterator(chunk_size=BATCH):
-        batch.append(page)
-        if len(batch) == BATCH:
-            yield from _page_batch(principal, batch)
-            batch = []
-    yield from _page_batch(principal, batch)
+class Entry(NamedTuple):
+    """One file of the materialised tree, named before its content is read.
+
+    ``stamp`` changes whenever the file's own row changes (a page's current revision, a
+    capture's ``updated_at``); ``figures.yml`` and ``README.md`` have none — they are read
+    from every row at once. (A named tuple: a plan of 10k files is built on every mirror run.)
+    """
+
+    name: str
+    kind: str  # "page" | "capture" | "figures" | "readme"
+    subject: str = ""  # the page's path or the capture's key
+    pk: int | None = None
+    stamp: str = ""
+    title: str = ""
 
 
-def _page_batch(principal: Principal, batch: list[Page]) -> Iterator[tuple[ExportFile, tuple[str, str]]]:
-    if not batch:
-        return
-    references = ReferenceFilter(principal, [page.current_revision.frontmatter for page in batch])  # type: ignore[union-attr]
-    for page in batch:
-        yield ExportFile(page.path, _page_markdown(page, references).encode("utf-8")), (page.path, page.title)
+@dataclass(frozen=True)
+class Rendered:
+    """A file's bytes, the stamp of the row they were read from, and what it cites
+    (``page:<path>``/``capture:<key>``): whether a citation is shown depends on the reader."""
+
+    entry: Entry
+    file: ExportFile
+    stamp: str
+    references: tuple[str, ...] = ()
+
+
+def corpus_plan(principal: Principal) -> list[Entry]:
+    """Every file of ``principal``'s tree, in the tree's order, from three narrow queries.
+
+    Names are fixed here: pages at their paths, captures at ``captures/<key>.md``, then
+    ``figures.yml`` and ``README.md`` (each with ``~2`` … when a page already holds the name).
+    """
+    plan: list[Entry] = []
+    taken: set[str] = set()  # lower-cased: a case-insensitive file system must not merge two names
+    pages = Page.objects.visible_to(principal, "read").order_by("path")
+    for pk, path, title, revision in pages.values_list("pk", "path", "title", "current_revision_id").iterator(
+        chunk_size=2000
+    ):
+        taken.add(path.lower())
+        plan.append(Entry(path, "page", path, pk, str(revision), title))
+    captures = Source.objects.visible_to(principal, "read").order_by("key")
+    for pk, key, updated in captures.values_list("pk", "key", "updated_at").iterator(chunk_size=2000):
+        plan.append(Entry(_free(f"captures/{key}", ".md", taken), "capture", key, pk, updated.isoformat()))
+    plan.append(Entry(_free("figures", ".yml", taken), "figures"))
+    plan.append(Entry(_free("README", ".md", taken), "readme"))
+    return plan
+
+
+def corpus_render(principal: Principal, plan: list[Entry], wanted: list[Entry] | None = None) -> Iterator[Rendered]:
+    """The files of ``wanted`` (default: the whole ``plan``), in order, read in batches.
+
+    Rows are read again under ``principal``'s access predicate: a page that stopped being
+    readable (or was retired) since the plan is left out, never shown. ``README.md`` indexes
+    the plan.
+    """
+    wanted = plan if wanted is None else wanted
+    pages = [entry for entry in wanted if entry.kind == "page"]
+    for start in range(0, len(pages), BATCH):
+        yield from _page_batch(principal, pages[start : start + BATCH])
+    captures = [entry for entry in wanted if entry.kind == "capture"]
+    for start in range(0, len(captures), BATCH):
+        batch = captures[start : start + BATCH]
+        rows = Source.objects.visible_to(principal, "read").in_bulk([entry.pk for entry in batch])
+        for entry in batch:
+            source = rows.get(entry.pk)  # type: ignore[arg-type]
+            if source is not None:
+                data = _capture_markdown(source).encode("utf-8")
+                yield Rendered(entry, ExportFile(entry.name, data), source.updated_at.isoformat())
+    for entry in wanted:
+        if entry.kind == "figures":
+            yield Rendered(entry, ExportFile(entry.name, _figures(principal)), "")
+        elif entry.kind == "readme":
+            yield Rendered(entry, ExportFile(entry.name, _readme(plan)), "")
+
+
+def _page_batch(principal: Principal, batch: list[Entry]) -> Iterator[Rendered]:
+    rows = (
+        Page.objects.visible_to(principal, "read")
+        .select_related("current_revision")
+        .in_bulk([entry.pk for entry in batch])
+    )
+    found = [(entry, rows[entry.pk]) for entry in batch if entry.pk in rows]
+    references = ReferenceFilter(principal, [page.current_revision.frontmatter for _, page in found])  # type: ignore[union-attr]
+    for entry, page in found:
+        related, sources = _references(page.current_revision.frontmatter)  # type: ignore[union-attr]
+        cited = tuple(f"page:{path}" for path in related) + tuple(sources)
+        data = _page_markdown(page, references).encode("utf-8")
+        yield Rendered(entry, ExportFile(page.path, data), str(page.current_revision_id), cited)
 
 
 def _capture_markdown(source: Source) -> str:
@@ -111,22 +188,20 @@ def _figures(principal: Principal) -> bytes:
     return _dump(document).encode("utf-8")
 
 
+def _readme(plan: list[Entry]) -> bytes:
+    pages = [entry for entry in plan if entry.kind == "page"]
+    captures = sum(1 for entry in plan if entry.kind == "capture")
+    figures = next(entry.name for entry in plan if entry.kind == "figures")
+    lines = ["# Brain export", "", f"{len(pages)} pages and {captures} captures; figures in `{figures}`.", ""]
+    lines += [f"- [{entry.title}]({entry.subject})" for entry in pages]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
 def corpus_files(principal: Principal) -> Iterator[ExportFile]:
     """Every file of ``principal``'s materialised corpus, in a fixed order (README last)."""
-    index: list[tuple[str, str]] = []
-    taken: set[str] = set()  # lower-cased: a case-insensitive file system must not merge two names
-    for file, entry in _pages(principal):
-        index.append(entry)
-        taken.add(file.path.lower())
-        yield file
-    captures = 0
-    for source in Source.objects.visible_to(principal, "read").order_by("key").iterator(chunk_size=BATCH):
-        captures += 1
-        yield ExportFile(_free(f"captures/{source.key}", ".md", taken), _capture_markdown(source).encode("utf-8"))
-    yield ExportFile(_free("figures", ".yml", taken), _figures(principal))
-    lines = ["# Brain export", "", f"{len(index)} pages and {captures} captures; figures in `figures.yml`.", ""]
-    lines += [f"- [{title}]({path})" for path, title in index]
-    yield ExportFile(_free("README", ".md", taken), ("\n".join(lines) + "\n").encode("utf-8"))
+    plan = corpus_plan(principal)
+    for rendered in corpus_render(principal, plan):
+        yield rendered.file
 
 
 def _free(stem: str, suffix: str, taken: set[str]) -> str:

@@ -215,6 +215,9 @@ class Source(models.Model):
     captured_at = models.DateTimeField()
     created_by = models.ForeignKey(Member, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Moves whenever the capture's exported text or metadata may have changed (the git
+    # mirror re-renders a capture only then); ``.update()`` callers set it themselves.
+    updated_at = models.DateTimeField(auto_now=True)
     # False while the capture is a draft on a build branch: no reader sees it until promotion.
     is_live = models.BooleanField(default=True)
 

@@ -471,7 +471,7 @@ def drafts_publish(*, actor: Principal, source_ids: list[int], figure_ids: list[
     """Make draft captures and figure values live. Only ``builds.services.build_promote`` calls this,
     after its blockers confirmed ``actor`` may approve each of them."""
     with transaction.atomic():
-        Source.objects.filter(pk__in=source_ids, is_live=False).update(is_live=True)
+        Source.objects.filter(pk__in=source_ids, is_live=False).update(is_live=True, updated_at=timezone.now())
         Figure.objects.filter(pk__in=figure_ids, is_live=False).update(is_live=True)
         if source_ids or figure_ids:
             audit_record(
@@ -632,7 +632,7 @@ def source_tag(*, actor: Principal, key: str, add: Iterable[str] = (), remove: I
             raise ValidationError({"tags": f"at most {MAX_TAGS} tags"})
         if tags != source.tags:
             source.tags = tags
-            source.save(update_fields=["tags"])
+            source.save(update_fields=["tags", "updated_at"])
             audit_record(
                 actor=actor,
                 action="source.tag",
@@ -646,23 +646,19 @@ def source_tag(*, actor: Principal, key: str, add: Iterable[str] = (), remove: I
 # --------------------------------------------------------------------------- figures
 
 
-def figure_record(
-    *,
-    actor: Principal,
-    page_path: str,
-    key: str,
-    value: str | int | float | Decimal,
-    unit: str = "",
-    as_of: dt.date,
-    source_key: str | None = None,
-    draft: bool = False,
-) -> Figure:
-    """Record a new value of figure ``key`` on a live page (history is kept).
+def figure_source(*, actor: Principal, source_key: str | None, branch_sources: frozenset[str]) -> Source | None:
+    """The capture a figure cites: one ``actor`` can read, or a draft on the same branch;
+    ``Source.DoesNotExist`` otherwise (a capture they cannot read looks like none)."""
+    if source_key is None:
+        return None
+    if source_key in branch_sources:
+        return Source.objects.get(key=source_key)
+    return Source.objects.visible_to(actor, "read").get(key=source_key)
 
-    ``draft=True`` records it on a build branch: invisible until the build is promoted.
 
-    Needs ``suggest`` on the page; a page the actor cannot see is ``Page.DoesNotExist``.
-    """
+def figure_check(*, actor: Principal, page_path: str, key: str, value: object, unit: str = "") -> Decimal:
+    """The value as a number, once key, value and unit are well formed and hold no secret
+    (``ValidationError`` naming each bad field; ``SecretRefused``). No permission check."""
     errors: dict[str, str] = {}
     if not re.match(r"^[a-z0-9][a-z0-9._-]{0,127}$", key or ""):
         errors["key"] = "figure key is 1-128 of a-z, 0-9, '.', '-', '_'"
@@ -682,13 +678,34 @@ def figure_record(
         fields=[("figure key", key), ("figure unit", unit), ("figure value", str(value)), ("page", page_path)],
         target=key,
     )
+    return number
+
+
+def figure_record(
+    *,
+    actor: Principal,
+    page_path: str,
+    key: str,
+    value: str | int | float | Decimal,
+    unit: str = "",
+    as_of: dt.date,
+    source_key: str | None = None,
+    draft: bool = False,
+    branch_sources: frozenset[str] = frozenset(),
+) -> Figure:
+    """Record a new value of figure ``key`` on a live page (history is kept).
+
+    ``draft=True`` records it on a build branch: invisible until the build is promoted.
+    ``branch_sources``: keys of draft captures on that branch, which the figure may cite.
+
+    Needs ``suggest`` on the page; a page the actor cannot see is ``Page.DoesNotExist``.
+    """
+    number = figure_check(actor=actor, page_path=page_path, key=key, value=value, unit=unit)
     with transaction.atomic():
         page = Page.objects.visible_to(actor, "read").get(path=page_path)
         if not Page.objects.visible_to(actor, "suggest").filter(pk=page.pk).exists():
             raise PermissionDenied(f"you hold no suggest permission on {page_path}")
-        source = None
-        if source_key is not None:
-            source = Source.objects.visible_to(actor, "read").get(key=source_key)
+        source = figure_source(actor=actor, source_key=source_key, branch_sources=branch_sources)
         figure = Figure.objects.create(
             key=key,
             value=number,

@@ -162,7 +162,7 @@ def extraction_run(extraction_id: int) -> str:
         return "failed"
     pieces, vectors, model = _chunks_and_vectors(text)
     with transaction.atomic():
-        Source.objects.filter(pk=document.source_id).update(text=text)
+        Source.objects.filter(pk=document.source_id).update(text=text, updated_at=timezone.now())
         SourceChunk.objects.filter(source_id=document.source_id).delete()
         SourceChunk.objects.bulk_create(
             SourceChunk(source_id=document.source_id, ordinal=ordinal, text=piece,
