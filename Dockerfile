@@ -1,6 +1,9 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
+# git (and ssh for SSH remotes) for the one-way git mirror (mirror/git.py).
+RUN apt-get update && apt-get install -y --no-install-recommends git openssh-client \
+ && rm -rf /var/lib/apt/lists/*
 COPY requirements.txt requirements-nodeps.txt constraints.txt ./
 RUN pip install --no-cache-dir -r requirements.txt -c constraints.txt \
  && pip install --no-cache-dir --no-deps -r requirements-nodeps.txt

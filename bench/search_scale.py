@@ -49,8 +49,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def build(size: int, rng: random.Random) -> None:
-    """Pages, revisions, chunks and links via COPY; the HNSW index is built after loading."""
+def _body(number: int) -> str:
+    return f"# Page {number}\n\n" + f"A sentence of ordinary length about page {number} and its subject. " * 40
+
+
+def build(size: int, rng: random.Random, bodies: bool = False) -> None:
+    """Pages, revisions, chunks and links via COPY; the HNSW index is built after loading.
+
+    ``bodies``: give each revision a body of a few kilobytes, different on every page (the
+    search bench reads chunks only; the export and mirror benches read bodies).
+    """
     import numpy as np
     from django.db import connection
 
@@ -63,7 +71,11 @@ def build(size: int, rng: random.Random) -> None:
         cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
         cursor.execute("SET maintenance_work_mem = '1GB'")
     revisions = Revision.objects.bulk_create(
-        [Revision(path=f"p{i}", frontmatter={}, body="", sha256="0" * 64) for i in range(pages)], batch_size=5000
+        [
+            Revision(path=f"p{i}", frontmatter={}, body=_body(i) if bodies else "", sha256="0" * 64)
+            for i in range(pages)
+        ],
+        batch_size=5000,
     )
     Page.objects.bulk_create(
         [

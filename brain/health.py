@@ -1,8 +1,14 @@
-"""``GET /healthz``: is the database, pgvector and the broker reachable?"""
+"""``GET /healthz``: is the database, pgvector and the broker reachable?
+
+Apps add details of their own with ``register_detail`` (the git mirrors' states): shown when
+the database is up, never deciding the status code — a mirror whose remote moved needs an
+administrator, not a restart — but listed under ``attention`` when not ``ok``.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -15,6 +21,27 @@ from django.views.decorators.http import require_GET
 import brain
 
 logger = logging.getLogger(__name__)
+
+_DETAILS: dict[str, Callable[[], dict[str, str] | None]] = {}
+
+
+def register_detail(name: str, read: Callable[[], dict[str, str] | None]) -> None:
+    """Show ``read()`` (names → states, or None to show nothing) under ``name`` in /healthz."""
+    _DETAILS[name] = read
+
+
+def _details(body: dict[str, Any]) -> None:
+    for name, read in _DETAILS.items():
+        try:
+            states = read()
+        except DatabaseError:
+            logger.warning("healthz: %s unreadable", name, exc_info=True)
+            continue
+        if states:
+            body[name] = states
+            body.setdefault("attention", []).extend(
+                f"{name}.{key}: {state}" for key, state in states.items() if state not in ("ok", "new")
+            )
 
 
 def _check_database() -> tuple[bool, str | None]:
@@ -54,6 +81,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
         "broker": "ok" if broker_ok else "down",
         "version": brain.__version__,
     }
+    if database_ok:
+        _details(body)
     if not body["ok"]:
         down = [name for name in ("database", "broker") if body[name] == "down"]
         if database_ok and pgvector is None:

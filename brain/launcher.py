@@ -407,6 +407,7 @@ def _announce_when_healthy(port: int, stop: threading.Event) -> None:
         f"  Health:             {url}/healthz",
         f"  Demo sign-in:       admin / {password}  (every demo person has this password)",
         *_personas(),
+        f"  Git mirror (demo):  git clone {var_dir() / 'demo-mirror.git'}",
         "  Stop with Ctrl-C (web, worker, beat and the embedded servers).",
         "=" * 64,
         "",
@@ -427,6 +428,7 @@ def run() -> int:
         _manage("migrate", "--noinput")
         _manage("capsules_check")
         _manage("demo_seed")
+        _manage("brain_mirror", "demo")
         _manage("collectstatic", "--noinput", "--verbosity", "0")
         port = int(os.environ.get("BRAIN_PORT", "8000") or "8000")
         os.environ["BRAIN_PORT"] = str(port)

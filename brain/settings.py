@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     # The top: REST v1 runs every app's operations; accounts orchestrates people coming and going.
     "api",
     "accounts",
+    "mirror",
 ]
 
 MIDDLEWARE = [
@@ -221,6 +222,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "slack-sweep": {"task": "integrations.slack_sweep", "schedule": 60.0},
     # Expired OAuth tokens and authorization codes (django-oauth-toolkit's cleartokens).
     "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 24 * 60 * 60.0},
+    # Git mirrors: pushed after each promotion; the sweep catches everything else (grant
+    # changes, tags, a promotion whose message was lost) and notices a remote that moved.
+    "mirror-sweep": {"task": "mirror.sweep", "schedule": float(env_int("BRAIN_MIRROR_SWEEP_SECONDS", 300, minimum=30))},
 }
 
 # --------------------------------------------------------------------------- auth, sessions
@@ -319,6 +323,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = Path(env_str("BRAIN_MEDIA_ROOT") or str(VAR_DIR / "media"))
+# The git mirrors' local repositories: a cache of what was pushed, rebuilt from the remote
+# when missing (the mirror's state is in PostgreSQL).
+BRAIN_MIRROR_CACHE = Path(env_str("BRAIN_MIRROR_CACHE") or str(VAR_DIR / "mirror-cache"))
 
 _s3_bucket = env_str("BRAIN_S3_BUCKET")
 if _s3_bucket:

@@ -1,0 +1,80 @@
+"""Git mirrors in the admin: where, as whom, the write-only credential, and what the remote did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from brain.jobs import enqueue_on_commit
+from grants.admin import AdministratorOnly, admin_actor
+from mirror.models import Mirror
+from mirror.services import mirror_adopt_remote, mirror_save
+from mirror.tasks import mirror_push_task
+
+
+class MirrorForm(forms.ModelForm):
+    credential = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="A token with push access (https remotes) or a deploy key's private key (SSH remotes). "
+        "Write-only: stored encrypted, never shown again; leave empty to keep the current one.",
+    )
+
+    class Meta:
+        model = Mirror
+        fields = ["name", "remote_url", "branch", "service_account", "known_hosts", "enabled"]
+        widgets = {"known_hosts": forms.Textarea(attrs={"rows": 3})}
+
+
+@admin.register(Mirror)
+class MirrorAdmin(AdministratorOnly, admin.ModelAdmin):
+    form = MirrorForm
+    list_display = ["name", "remote_url", "branch", "service_account", "enabled", "state", "pushed_at", "checked_at"]
+    list_filter = ["state", "enabled"]
+    readonly_fields = ("state", "pushed_sha", "pushed_at", "remote_sha_seen", "checked_at", "last_error")
+    actions = ["push_now", "adopt_remote"]
+    fieldsets = [
+        (None, {"fields": ["name", "remote_url", "branch", "service_account", "credential", "known_hosts", "enabled"]}),
+        ("What the remote did", {"fields": readonly_fields}),
+    ]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # Through the one write path: validated, the credential encrypted, audited.
+        mirror_save(actor=admin_actor(request), mirror=obj, credential=form.cleaned_data.get("credential") or "")
+        enqueue_on_commit(mirror_push_task, obj.pk)
+
+    def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        mirror = Mirror.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        if mirror is not None and request.method == "GET":
+            if mirror.state == Mirror.State.MOVED:
+                messages.warning(
+                    request,
+                    f"The remote branch moved ({mirror.last_error}). Nothing was overwritten. Look at the "
+                    "branch; to carry on from it, use the action “Adopt the remote branch” on the list.",
+                )
+            elif mirror.state == Mirror.State.FAILING:
+                messages.error(request, f"The last push failed: {mirror.last_error}")
+        return super().change_view(request, object_id, *args, **kwargs)
+
+    @admin.action(description="Push now")
+    def push_now(self, request: HttpRequest, queryset: QuerySet[Mirror]) -> None:
+        for mirror in queryset:
+            enqueue_on_commit(mirror_push_task, mirror.pk)
+        self.message_user(request, f"Queued {queryset.count()} mirror push(es); their state updates here.")
+
+    @admin.action(description="Adopt the remote branch (after a move) and carry on from it")
+    def adopt_remote(self, request: HttpRequest, queryset: QuerySet[Mirror]) -> None:
+        actor = admin_actor(request)
+        for mirror in queryset:
+            try:
+                mirror_adopt_remote(actor=actor, mirror=mirror)
+            except ValueError as exc:
+                self.message_user(request, f"{mirror.name}: {exc}", level=messages.ERROR)
+                continue
+            enqueue_on_commit(mirror_push_task, mirror.pk)
+            self.message_user(request, f"{mirror.name}: the next commit builds on the remote branch as it is now.")

@@ -1,0 +1,318 @@
+"""The one-way git mirror, pushed to real repositories: a local bare one and smart HTTP on loopback.
+
+Every check clones what was pushed and compares it with the export ZIP of the mirror's
+service account: the two exits of the corpus give the same tree.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.test import Client, override_settings
+
+from brain.celery import app as celery_app
+from builds.services import build_move_page, build_open, build_promote, build_submit, build_write_page
+from corpus.export import corpus_files, zip_stream
+from grants.models import AuditEvent
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create, service_account_create
+from integrations.models import IntegrationSecret
+from mirror.models import Mirror
+from mirror.services import mirror_adopt_remote, mirror_run, mirror_save
+from tests.base import BrainTestCase, capture, page_markdown, publish
+from tests.mirror.git_http import git_http_server
+
+GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir(), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0"}  # fmt: skip
+
+
+def git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env={**GIT_ENV, **(env or {})}, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def tree_of_clone(url: str, branch: str = "main", env: dict[str, str] | None = None) -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory() as scratch:
+        git("clone", "--quiet", "--branch", branch, url, f"{scratch}/clone", env=env)
+        root = Path(scratch) / "clone"
+        return {
+            str(path.relative_to(root)): path.read_bytes()
+            for path in sorted(root.rglob("*"))
+            if path.is_file() and ".git" not in path.relative_to(root).parts
+        }
+
+
+def tree_of_export(principal: object) -> dict[str, bytes]:
+    data = b"".join(zip_stream(corpus_files(principal)))  # type: ignore[arg-type]
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def commits(url: str, branch: str = "main") -> list[str]:
+    with tempfile.TemporaryDirectory() as scratch:
+        git("clone", "--quiet", "--bare", url, f"{scratch}/c.git")
+        return git("log", "--format=%H", branch, cwd=Path(scratch) / "c.git").split()
+
+
+class MirrorTestCase(BrainTestCase):
+    def setUp(self) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="brain-mirror-test-"))
+        self.addCleanup(shutil.rmtree, self.scratch, True)
+        settings_override = override_settings(BRAIN_MIRROR_CACHE=self.scratch / "cache")
+        settings_override.enable()
+        self.addCleanup(settings_override.disable)
+        self.remote = self.scratch / "remote.git"
+        git("init", "--bare", "--quiet", "--initial-branch=main", str(self.remote))
+        self.service = service_account_create(actor=SYSTEM, name="docs-mirror")
+        grant_issue(actor=SYSTEM, service_account=self.service, path="topics/", permission="read")
+        grant_issue(actor=SYSTEM, service_account=self.service, path="captures/notes/", permission="read")
+        capture("notes/kickoff", title="Kickoff", text="We agreed on Thursdays.")
+        capture("secret/board", title="Board minutes", text="Hidden.")
+        publish("topics/onboarding.md", title="Onboarding", sources=["notes/kickoff", "secret/board"])
+        publish("hr/salaries.md", title="Salaries")  # outside the service account's grants
+        self.victor = member_create(actor=SYSTEM, username="victor")
+        grant_issue(actor=SYSTEM, member=self.victor, path="topics/", permission="approve")
+        grant_issue(actor=SYSTEM, member=self.alice, path="topics/", permission="suggest")
+
+    def make_mirror(self, url: str | None = None, credential: str = "") -> Mirror:
+        mirror = Mirror(name="docs", remote_url=url or f"file://{self.remote}", branch="main",
+                        service_account=self.service)  # fmt: skip
+        return mirror_save(actor=SYSTEM, mirror=mirror, credential=credential)
+
+    def promote(self, title: str, note: str, **pages: str) -> None:
+        build = build_open(actor=self.alice, title=title)
+        for path, body in pages.items():
+            build_write_page(build=build, path=path, markdown=page_markdown(title=path, body=body))
+        build_submit(actor=self.alice, build=build)
+        build_promote(actor=self.victor, build=build, note=note)
+
+    def assert_mirror_is_the_export(self, url: str | None = None, env: dict[str, str] | None = None) -> None:
+        assert tree_of_clone(url or f"file://{self.remote}", env=env) == tree_of_export(self.service)
+
+
+class LocalBareRepositoryTests(MirrorTestCase):
+    def test_first_push_is_the_export_and_an_unchanged_corpus_makes_no_commit(self) -> None:
+        mirror = self.make_mirror()
+        outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "ok"
+        assert outcome.commit
+        tree = tree_of_clone(f"file://{self.remote}")
+        assert "topics/onboarding.md" in tree
+        assert "captures/notes/kickoff.md" in tree
+        assert "hr/salaries.md" not in tree
+        assert not any("secret/board" in name for name in tree)
+        assert b"secret/board" not in tree["topics/onboarding.md"]  # a hidden capture is not even named
+        self.assert_mirror_is_the_export()
+        assert git("log", "-1", "--format=%s", cwd=self.remote).startswith("Mirror the corpus: 4 files")
+        again = mirror_run(mirror_id=mirror.pk)
+        assert again.state == "ok"
+        assert again.commit == ""
+        assert len(commits(f"file://{self.remote}")) == 1
+
+    def test_a_promotion_makes_exactly_one_commit_naming_build_approver_and_note(self) -> None:
+        mirror = self.make_mirror()
+        mirror_run(mirror_id=mirror.pk)
+        celery_app.conf.task_always_eager = True  # the real task, run in this process
+        self.addCleanup(setattr, celery_app.conf, "task_always_eager", False)
+        with self.captureOnCommitCallbacks(execute=True):
+            self.promote("Onboarding refresh", "Checked with HR", **{"topics/onboarding.md": "# New\n\nFresh.\n"})
+        history = commits(f"file://{self.remote}")
+        assert len(history) == 2
+        message = git("log", "-1", "--format=%an%n%B", cwd=self.remote)
+        build = Mirror.objects.get(pk=mirror.pk)
+        assert message.startswith("victor\nOnboarding refresh (approved by victor)")
+        assert "Note: Checked with HR" in message
+        assert "Brain-Build: " in message
+        assert build.state == "ok"
+        assert build.pushed_sha == history[0]
+        self.assert_mirror_is_the_export()
+        assert AuditEvent.objects.filter(action="mirror.push").count() == 2
+
+    def test_a_build_on_hidden_pages_is_not_named_and_changes_nothing(self) -> None:
+        mirror = self.make_mirror()
+        mirror_run(mirror_id=mirror.pk)
+        grant_issue(actor=SYSTEM, member=self.alice, path="hr/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=self.victor, path="hr/", permission="approve")
+        self.promote("Pay rise for Dana", "secret raise", **{"hr/salaries.md": "# Salaries\n\nDana: more.\n"})
+        assert mirror_run(mirror_id=mirror.pk).commit == ""
+        self.promote("Onboarding", "ok", **{"topics/onboarding.md": "# Onboarding\n\nv2.\n"})
+        mirror_run(mirror_id=mirror.pk)
+        log = git("log", "--format=%B", cwd=self.remote)
+        assert "Dana" not in log
+        assert "Pay rise" not in log
+        assert "secret raise" not in log
+
+    def test_incremental_pushes_keep_the_tree_identical_to_the_export(self) -> None:
+        mirror = self.make_mirror()
+        mirror_run(mirror_id=mirror.pk)
+        # A page citing one that does not exist yet: it appears only once the other is live.
+        self.promote("Pricing", "", **{"topics/pricing/price-list.md": "# Prices\n\nTeam plan.\n"})
+        publish("topics/faq.md", title="FAQ", related=["topics/later.md", "topics/onboarding.md"])
+        mirror_run(mirror_id=mirror.pk)
+        self.assert_mirror_is_the_export()
+        assert b"topics/later.md" not in tree_of_clone(f"file://{self.remote}")["topics/faq.md"]
+        publish("topics/later.md", title="Later")
+        mirror_run(mirror_id=mirror.pk)
+        assert b"topics/later.md" in tree_of_clone(f"file://{self.remote}")["topics/faq.md"]
+        self.assert_mirror_is_the_export()
+        # A move, a capture that becomes readable, and a page that stops being readable.
+        build = build_open(actor=self.alice, title="Move")
+        build_move_page(build=build, path="topics/later.md", new_path="topics/now.md")
+        build_submit(actor=self.alice, build=build)
+        build_promote(actor=self.victor, build=build)
+        grant_issue(actor=SYSTEM, service_account=self.service, path="captures/secret/", permission="read")
+        grant_issue(actor=SYSTEM, service_account=self.service, path="hr/", permission="read")
+        mirror_run(mirror_id=mirror.pk)
+        tree = tree_of_clone(f"file://{self.remote}")
+        assert "topics/now.md" in tree
+        assert "topics/later.md" not in tree
+        assert "hr/salaries.md" in tree
+        assert b"secret/board" in tree["topics/onboarding.md"]
+        self.assert_mirror_is_the_export()
+        # The cache is only a cache: without it the next push still builds on the branch.
+        shutil.rmtree(self.scratch / "cache")
+        publish("topics/after-cache.md", title="After the cache")
+        assert mirror_run(mirror_id=mirror.pk).commit
+        self.assert_mirror_is_the_export()
+        history = commits(f"file://{self.remote}")
+        assert len(history) == len(set(history)) == 5
+
+    def test_a_remote_that_moved_is_reported_not_overwritten_until_adopted(self) -> None:
+        mirror = self.make_mirror()
+        mirror_run(mirror_id=mirror.pk)
+        with tempfile.TemporaryDirectory() as scratch:
+            work = Path(scratch) / "w"
+            git("clone", "--quiet", f"file://{self.remote}", str(work))
+            (work / "topics/onboarding.md").write_text("edited in the mirror\n")
+            git("-c", "user.name=Eve", "-c", "user.email=eve@example.com", "commit", "-qam", "edit", cwd=work)
+            git("push", "--quiet", "origin", "main", cwd=work)
+        theirs = git("rev-parse", "main", cwd=self.remote).strip()
+        publish("topics/new.md", title="New")
+        outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "moved"
+        assert git("rev-parse", "main", cwd=self.remote).strip() == theirs  # untouched
+        health = Client().get("/healthz").json()
+        assert health["mirrors"] == {"docs": "moved"}
+        assert "mirrors.docs: moved" in health["attention"]
+        assert mirror_run(mirror_id=mirror.pk).state == "moved"  # still, and audited once
+        assert AuditEvent.objects.filter(action="mirror.moved").count() == 1
+        mirror_adopt_remote(actor=SYSTEM, mirror=Mirror.objects.get(pk=mirror.pk))
+        outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "ok"
+        assert outcome.commit
+        assert git("rev-parse", f"{outcome.commit}^", cwd=self.remote).strip() == theirs  # on top, not forced
+        self.assert_mirror_is_the_export()
+        assert Client().get("/healthz").json()["mirrors"] == {"docs": "ok"}
+
+    def test_a_push_whose_record_was_lost_is_recognised_not_called_moved(self) -> None:
+        mirror = self.make_mirror()
+        mirror_run(mirror_id=mirror.pk)
+        first = Mirror.objects.get(pk=mirror.pk).pushed_sha
+        publish("topics/new.md", title="New")
+        second = mirror_run(mirror_id=mirror.pk).commit
+        Mirror.objects.filter(pk=mirror.pk).update(pushed_sha=first)  # as if that transaction rolled back
+        outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "ok"
+        assert outcome.commit == ""
+        assert Mirror.objects.get(pk=mirror.pk).pushed_sha == second
+        self.assert_mirror_is_the_export()
+
+    def test_a_branch_that_already_has_history_is_not_taken_over(self) -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            work = Path(scratch) / "w"
+            git("init", "--quiet", "--initial-branch=main", str(work))
+            (work / "README.md").write_text("someone else's\n")
+            git("add", ".", cwd=work)
+            git("-c", "user.name=Eve", "-c", "user.email=eve@example.com", "commit", "-qm", "theirs", cwd=work)
+            git("push", "--quiet", f"file://{self.remote}", "main", cwd=work)
+        mirror = self.make_mirror()
+        assert mirror_run(mirror_id=mirror.pk).state == "moved"
+        assert len(commits(f"file://{self.remote}")) == 1
+
+
+class ConfigurationTests(MirrorTestCase):
+    def test_remote_urls_and_branches_are_rejected_not_repaired(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        bad = {
+            "ext::sh -c touch% /tmp/pwned": "remote_url", "https://user:token@github.com/o/r.git": "remote_url",
+            "http://github.com/o/r.git": "remote_url", "-uhttps://x": "remote_url", "file://relative/x": "remote_url",
+            "git@github.com:org/repo.git": "known_hosts",
+        }  # fmt: skip
+        for url, field in bad.items():
+            mirror = Mirror(name="m", remote_url=url, branch="main", service_account=self.service)
+            with pytest.raises(ValidationError) as refused:
+                mirror_save(actor=SYSTEM, mirror=mirror)
+            assert field in refused.value.message_dict, url
+        for branch in ("-f", "a..b", "main.lock", "a b", "refs/heads/x@{1}"):
+            mirror = Mirror(name="m", remote_url=f"file://{self.remote}", branch=branch, service_account=self.service)
+            with pytest.raises(ValidationError) as refused:
+                mirror_save(actor=SYSTEM, mirror=mirror)
+            assert "branch" in refused.value.message_dict, branch
+        assert not Mirror.objects.exists()
+
+    def test_the_admin_configures_a_mirror_with_a_write_only_credential(self) -> None:
+        admin = member_create(actor=SYSTEM, username="root", role="owner", password="pw-root-12345")
+        admin.user.is_staff = True
+        admin.user.save()
+        client = Client()
+        client.force_login(admin.user)
+        assert client.get("/admin/mirror/mirror/add/").status_code == 200
+        response = client.post("/admin/mirror/mirror/add/", {
+            "name": "docs", "remote_url": "https://git.example.com/org/brain.git", "branch": "main",
+            "service_account": self.service.pk, "credential": "ghp_examplepushtoken1234567890", "known_hosts": "",
+            "enabled": "on",
+        })  # fmt: skip
+        assert response.status_code == 302, response.content[:2000]
+        mirror = Mirror.objects.get(name="docs")
+        secret = IntegrationSecret.objects.get(name=mirror.secret_name)
+        assert b"ghp_example" not in bytes(secret.ciphertext)
+        page = client.get(f"/admin/mirror/mirror/{mirror.pk}/change/").content.decode()
+        assert "ghp_example" not in page
+        bad = client.post("/admin/mirror/mirror/add/", {"name": "x", "remote_url": "ext::sh", "branch": "main",
+                                                          "service_account": self.service.pk})  # fmt: skip
+        assert bad.status_code == 200
+        assert "must be https://" in bad.content.decode()
+
+
+class SmartHttpTests(MirrorTestCase):
+    TOKEN = "ghp_loopbacktoken0123456789abcdef"
+
+    def test_push_over_http_with_a_token_and_clone_equals_the_export(self) -> None:
+        root = self.scratch / "served"
+        root.mkdir()
+        git("init", "--bare", "--quiet", "--initial-branch=main", str(root / "brain.git"))
+        git("config", "http.receivepack", "true", cwd=root / "brain.git")
+        with git_http_server(root, self.TOKEN) as (base, seen):
+            url = f"{base}/brain.git"
+            mirror = self.make_mirror(url, credential=self.TOKEN)
+            outcome = mirror_run(mirror_id=mirror.pk)
+            assert outcome.state == "ok", outcome.detail
+            assert outcome.commit
+            header = "Authorization: Basic " + base64.b64encode(f"x:{self.TOKEN}".encode()).decode()
+            env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader", "GIT_CONFIG_VALUE_0": header}
+            self.assert_mirror_is_the_export(url, env=env)
+            self.promote("More", "", **{"topics/more.md": "# More\n\nText.\n"})
+            assert mirror_run(mirror_id=mirror.pk).commit
+            self.assert_mirror_is_the_export(url, env=env)
+            assert all(value.startswith("Basic ") for value in seen)
+            # A wrong token: failing, said plainly, and the token never in what is shown.
+            wrong = "ghp_wrongtoken000000000000000000"
+            mirror_save(actor=SYSTEM, mirror=Mirror.objects.get(pk=mirror.pk), credential=wrong)
+            publish("topics/yet-more.md", title="Yet more")
+            failed = mirror_run(mirror_id=mirror.pk)
+            assert failed.state == "failing"
+            stored = Mirror.objects.get(pk=mirror.pk)
+            assert stored.last_error
+            assert wrong not in stored.last_error
+            assert self.TOKEN not in stored.last_error
