@@ -7,7 +7,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from corpus.models import Revision
+from corpus.models import Figure, Revision
 from grants.models import Member
 
 
@@ -225,10 +225,29 @@ class BuildCapture(models.Model):
 
 
 class BuildFigure(models.Model):
-    """A figure value recorded on a build's branch (a draft ``Figure`` until promotion)."""
+    """A figure value recorded on a build's branch (a draft ``Figure`` until promotion).
+
+    On a page that is new in the same build there is no page row to hang a draft figure on:
+    ``pending`` holds the value (page_path, key, value, unit, as_of, source_key) and the
+    promotion records it right after the page goes live, setting ``figure``.
+    """
 
     build = models.ForeignKey(Build, on_delete=models.CASCADE, related_name="figures")
-    figure = models.OneToOneField("corpus.Figure", on_delete=models.CASCADE, related_name="+")
+    figure = models.OneToOneField("corpus.Figure", on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    pending = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(figure__isnull=False) | Q(pending__isnull=False), name="build_figure_recorded_or_pending"
+            )
+        ]
 
     def __str__(self) -> str:
-        return f"{self.figure} on {self.build_id}"
+        return f"{self.figure or self.pending} on {self.build_id}"
+
+    @property
+    def draft(self) -> Figure:
+        """The draft figure; only for rows read with it (``build_parts`` reads only those)."""
+        assert self.figure is not None, "a pending value has no draft figure yet"
+        return self.figure

@@ -257,7 +257,7 @@ def build_approvers(*, build: Build, requester: Member) -> Approvers:
         source = recorded.source
         narrow(source.scope_path, source.category, source.sensitivity)
     for figure_draft in parts.figures:
-        page = figure_draft.figure.page
+        page = figure_draft.draft.page
         narrow(page.path, page.category, page.sensitivity)
         if page.change_policy == "owner":
             owners.add(page.owner.username)

@@ -55,7 +55,7 @@ def build_parts(build: Build) -> BuildParts:
         cached = BuildParts(
             changes=_changes_with_revisions(build),
             captures=list(build.captures.select_related("source")) if getattr(build, "has_captures", True) else [],
-            figures=list(build.figures.select_related("figure__page__owner__user"))
+            figures=list(build.figures.filter(figure__isnull=False).select_related("figure__page__owner__user"))
             if getattr(build, "has_figures", True)
             else [],
         )
@@ -92,8 +92,7 @@ def drafts_held(viewer: Principal | None, build: Build) -> tuple[list[int | None
         viewer,
         [(item.source.scope_path, item.source.category, int(item.source.sensitivity)) for item in parts.captures]
         + [
-            (item.figure.page.path, item.figure.page.category, int(item.figure.page.sensitivity))
-            for item in parts.figures
+            (item.draft.page.path, item.draft.page.category, int(item.draft.page.sensitivity)) for item in parts.figures
         ],
     )
     return held[: len(parts.captures)], held[len(parts.captures) :]
@@ -156,7 +155,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
         elif best < Permission.APPROVE:
             blockers.append(f"capture:{capture.source.key}: you do not hold approve on this capture")
     for recorded, best in zip(figures, figure_held, strict=True):
-        page = recorded.figure.page
+        page = recorded.draft.page
         live = page.current_revision_id is not None
         if not system and (not live or best is None):  # a page they cannot read: never named
             if hidden not in blockers:
@@ -166,7 +165,7 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
             and best >= Permission.APPROVE
             and (page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id))
         ):
-            blockers.append(f"{page.path}: you may not approve figure {recorded.figure.key} on this page")
+            blockers.append(f"{page.path}: you may not approve figure {recorded.draft.key} on this page")
     blockers.extend(_change_blockers(approver, build, hidden=hidden, already=blockers))
     return blockers
 
@@ -470,7 +469,7 @@ def _approval_rows_of(build: Build) -> list[tuple[Any, ...]]:
              None, None, None)
         )  # fmt: skip
     for recorded in parts.figures:
-        figure_page = recorded.figure.page
+        figure_page = recorded.draft.page
         rows.append(
             (build.pk, "figure", figure_page.path, figure_page.category, None, None, None, figure_page.sensitivity,
              figure_page.change_policy, figure_page.owner_id, figure_page.current_revision_id)
@@ -547,9 +546,19 @@ def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[
     figures = [
         item.figure
         for item, best in zip(parts.figures, figure_held, strict=True)
-        if best is not None and item.figure.page.current_revision_id is not None
+        if best is not None and item.draft.page.current_revision_id is not None
     ]
-    return {"captures": captures, "figures": figures}
+    return {"captures": captures, "figures": figures, "pending_figures": _pending_figures(build, viewer)}
+
+
+def _pending_figures(build: Build, viewer: Principal) -> list[dict[str, Any]]:
+    """Values held for pages new in ``build``, shown to whoever may read the page's draft."""
+    pending = [item.pending for item in build.figures.filter(figure__isnull=True) if item.pending]
+    if not pending:
+        return []
+    readable = readable_changes(viewer, build)
+    paths = {change.revision.path for change in build_parts(build).changes if change.pk in readable and change.revision}
+    return [value for value in pending if value["page_path"] in paths]
 
 
 def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, object]]:
@@ -620,7 +629,7 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
             if change.pk in readable_changes(viewer, build)
         ],
         "captures": [f"capture:{source.key}" for source in drafts["captures"]],
-        "figures": [figure.key for figure in drafts["figures"]],
+        "figures": [figure.key for figure in drafts["figures"]] + [held["key"] for held in drafts["pending_figures"]],
         # A finished build has nothing left to block: its blockers would only be stale.
         "blockers": (
             build_promotion_blockers(build=build, approver=viewer)

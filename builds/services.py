@@ -26,13 +26,15 @@ from builds.models import Build, BuildCapture, BuildChange, BuildCredential, Bui
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
-from corpus.models import Page
+from corpus.models import Page, Source
 from corpus.paths import validate_page_path
 from corpus.services import (
     ChunkStats,
     capture_key_assign,
     drafts_publish,
+    figure_check,
     figure_record,
+    figure_source,
     markdown_sha,
     may_write,
     page_retire,
@@ -318,16 +320,63 @@ def build_record_figure(
     *, build: Build, page_path: str, key: str, value: object, unit: str = "", as_of: dt.date,
     source_key: str | None = None,
 ) -> BuildFigure:  # fmt: skip
-    """Record a figure value on the branch (a draft on a live page), invisible until promotion."""
+    """Record a figure value on the branch, invisible until promotion: a draft on a live page, or
+    — on a page this build creates — a pending value recorded when the page goes live.
+
+    It may cite a capture recorded on the same branch. ``Page.DoesNotExist`` when the page is
+    neither live and readable nor written on this branch.
+    """
     with transaction.atomic():
         locked = _lock(build)
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
+        requester = acting_requester(locked)
+        branch_sources = branch_capture_keys(locked)
+        if not Page.objects.visible_to(requester, "read").filter(path=page_path).exists() and _written_here(
+            locked, page_path
+        ):
+            number = figure_check(actor=requester, page_path=page_path, key=key, value=value, unit=unit)
+            figure_source(actor=requester, source_key=source_key, branch_sources=branch_sources)
+            pending = {"page_path": page_path, "key": key, "value": format(number, "f"), "unit": unit,
+                       "as_of": as_of.isoformat(), "source_key": source_key}  # fmt: skip
+            return BuildFigure.objects.create(build=locked, pending=pending)
         figure = figure_record(
-            actor=acting_requester(locked), page_path=page_path, key=key, value=value,  # type: ignore[arg-type]
-            unit=unit, as_of=as_of, source_key=source_key, draft=True,
+            actor=requester, page_path=page_path, key=key, value=value,  # type: ignore[arg-type]
+            unit=unit, as_of=as_of, source_key=source_key, draft=True, branch_sources=branch_sources,
         )  # fmt: skip
         recorded = BuildFigure.objects.create(build=locked, figure=figure)
+    return recorded
+
+
+def _written_here(build: Build, path: str) -> bool:
+    """Whether ``build`` writes (or moves a page to) ``path``."""
+    return (
+        BuildChange.objects.filter(build=build, revision__path=path).exclude(action=BuildChange.Action.DELETE).exists()
+    )
+
+
+def _record_pending_figures(build: Build) -> int:
+    """At promotion, after the pages: record each value held for a page new in ``build``.
+
+    ``PromotionBlocked`` (rolling the whole promotion back) when its page is not live now — the
+    build stopped writing it — or its capture cannot be read.
+    """
+    recorded = 0
+    branch_sources = branch_capture_keys(build)
+    for item in BuildFigure.objects.select_for_update().filter(build=build, figure__isnull=True):
+        held: dict[str, Any] = item.pending or {}
+        try:
+            item.figure = figure_record(
+                actor=acting_requester(build), page_path=held["page_path"], key=held["key"], value=held["value"],
+                unit=held["unit"], as_of=dt.date.fromisoformat(held["as_of"]), source_key=held["source_key"],
+                branch_sources=branch_sources,
+            )  # fmt: skip
+        except (Page.DoesNotExist, Source.DoesNotExist, PermissionDenied):
+            raise PromotionBlocked(
+                [f"figure {held['key']}: its page or capture is no longer part of this build"]
+            ) from None
+        item.save(update_fields=["figure"])
+        recorded += 1
     return recorded
 
 
@@ -424,8 +473,9 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
         drafts_publish(
             actor=actor,
             source_ids=list(locked.captures.values_list("source_id", flat=True)),
-            figure_ids=list(locked.figures.values_list("figure_id", flat=True)),
+            figure_ids=list(locked.figures.filter(figure__isnull=False).values_list("figure_id", flat=True)),
         )
+        _record_pending_figures(locked)
         kind, _, label = actor_fields(actor)
         promotion = Promotion.objects.create(
             build=locked,

@@ -400,7 +400,7 @@ class FigureRecordArgs(Args):
 
 def record_figure(caller: Caller, args: FigureRecordArgs) -> KeyOut:
     recorded = build_record_figure(build=_build(caller), **args.model_dump())
-    return KeyOut(key=recorded.figure.key)
+    return KeyOut(key=recorded.figure.key if recorded.figure is not None else args.key)
 
 
 class LinkArgs(Args):

@@ -92,6 +92,21 @@ class JourneyTests(BrowserTestCase):
         expect(page.get_by_text("First day")).to_be_visible()
         self.check(page, "browse")
 
+    def test_the_export_button_shows_progress_and_saves_the_zip(self) -> None:
+        page = self.signed_in("bob", PASSWORDS["bob"])
+        page.goto(f"{self.live_server_url}/pages/")
+        with page.expect_download() as download_info:
+            page.get_by_role("link", name=re.compile("Download every page")).click()
+        expect(page.locator(".export-status")).to_contain_text("Done: 5 files")  # 3 pages, figures.yml, README.md
+        expect(page.locator(".export-progress progress")).to_have_attribute("value", "5")
+        download = download_info.value
+        assert download.suggested_filename.startswith("brain-export-")
+        with zipfile.ZipFile(download.path()) as archive:
+            names = set(archive.namelist())
+        assert PRICE_LIST in names
+        assert DISCOUNT_POLICY not in names
+        self.check(page, "export")
+
     def test_review_flow_from_zip_to_live_page_with_the_approved_diff_kept(self) -> None:
         alice = self.signed_in("alice", PASSWORDS["alice"])
         alice.goto(f"{self.live_server_url}/builds/import")

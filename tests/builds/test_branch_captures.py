@@ -75,3 +75,67 @@ class MoveKeepsDraftTests(BrainTestCase):
         assert "Edited on the branch." in at_new_path.body
         assert at_new_path.action == "move"
         assert "Edited on the branch." in read_draft(caller, PathArgs(path="topics/pricing/old.md")).body
+
+
+class FigureOnANewPageTests(BrainTestCase):
+    def setUp(self) -> None:
+        from builds.services import build_open
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        self.erin = member_create(actor=SYSTEM, username="erin", password="pw-erin-12345")
+        grant_issue(actor=SYSTEM, member=self.erin, path="topics/pricing/", permission="approve")
+        grant_issue(actor=SYSTEM, member=self.erin, path="captures/", permission="approve")
+        self.build = build_open(actor=self.alice, title="Seat price page")
+
+    def test_a_figure_on_a_page_new_in_the_same_build_goes_live_with_it(self) -> None:
+        import datetime as dt
+
+        from builds.selectors import build_summary
+        from builds.services import build_record_figure
+        from corpus.models import Figure
+
+        key = build_record_capture(build=self.build, key="calls/finance", kind="note", title="Finance call",
+                                   text="Finance approved 14 EUR a seat.").source.key  # fmt: skip
+        path = "topics/pricing/seat-price.md"
+        build_write_page(build=self.build, path=path, markdown=page_markdown(title="Seat price", sources=[key]))
+        build_record_figure(build=self.build, page_path=path, key="seat-price", value="14", unit="EUR",
+                            as_of=dt.date(2026, 12, 1), source_key=key)  # fmt: skip
+        assert not Figure.objects.filter(key="seat-price").exists()  # nothing anyone can read yet
+        assert build_summary(build=self.build, viewer=self.erin)["figures"] == ["seat-price"]
+        self.client.force_login(self.erin.user)
+        review = self.client.get(f"/builds/{self.build.public_id}/").content.decode()
+        assert "seat-price = 14 EUR" in review
+        assert "new page" in review
+        build_submit(actor=self.alice, build=self.build)
+        build_promote(actor=self.erin, build=self.build)
+        figure = Figure.objects.select_related("page", "source").get(key="seat-price")
+        assert figure.is_live
+        assert figure.page.path == path
+        assert figure.source.key == key
+        assert figure.value == 14
+        assert figure.recorded_by == self.alice
+
+    def test_a_figure_needs_the_page_live_or_written_on_this_branch(self) -> None:
+        import datetime as dt
+
+        import pytest
+
+        from builds.services import build_record_figure
+
+        with pytest.raises(Page.DoesNotExist):
+            build_record_figure(build=self.build, page_path="topics/pricing/nowhere.md", key="x", value=1,
+                                as_of=dt.date(2026, 12, 1))  # fmt: skip
+
+    def test_a_bad_value_on_a_new_page_is_named(self) -> None:
+        import datetime as dt
+
+        import pytest
+        from django.core.exceptions import ValidationError
+
+        from builds.services import build_record_figure
+
+        path = "topics/pricing/seat-price.md"
+        build_write_page(build=self.build, path=path, markdown=page_markdown(title="Seat price"))
+        with pytest.raises(ValidationError) as caught:
+            build_record_figure(build=self.build, page_path=path, key="Bad Key", value="NaN", as_of=dt.date(2026, 1, 1))
+        assert set(caught.value.message_dict) == {"key", "value"}
