@@ -120,7 +120,9 @@ class ToolSchema(AutoSchema):
         if filterset is not None and self.method == "GET":
             return self._list_parameters(filterset)
         operation = self._operation()
-        if operation is None or self.method not in ("GET", "DELETE"):
+        if operation is None:
+            return list(getattr(self.view, "query_parameters", []))
+        if self.method not in ("GET", "DELETE"):
             return []
         model = operation.definition.input_model
         properties = model.model_json_schema().get("properties", {})

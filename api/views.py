@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as ArgsInvalid
 from rest_framework.exceptions import Throttled
@@ -64,6 +64,7 @@ class PlainView(APIView):
     operation_id = ""
     request_model: type[BaseModel] | None = None
     response_models: dict[int, Any] = {}
+    query_parameters: list[OpenApiParameter] = []  # documented in the OpenAPI schema
 
     def rate_class_for(self, method: str | None) -> str:
         return self.rate_class
@@ -470,16 +471,23 @@ class ZipRenderer(JSONRenderer):
 
 class CorpusExport(PlainView):
     """Everything you can read as a ZIP of Markdown: pages with their frontmatter, captures as
-    ``captures/<key>.md``, ``figures.yml`` and a ``README.md`` index. Streamed as it is built;
-    the same corpus gives the same bytes. Audited (who, when, how many files — never content)."""
+    ``captures/<key>.md``, ``figures.yml`` and a ``README.md`` index; with ``originals=true``
+    also each capture's uploaded file under ``originals/<key>/``. Streamed as it is built; the
+    same corpus gives the same bytes. Audited (who, when, how many files — never content)."""
 
     renderer_classes = [JSONRenderer, ZipRenderer]
     surface = "export"
     rate_class = "upload"  # a whole-corpus read: counted with the heavy operations
     operation_id = "export_corpus"
     response_models = {200: OpenApiResponse(response=OpenApiTypes.BINARY, description="A ZIP archive")}
+    query_parameters = [
+        OpenApiParameter(
+            "originals", OpenApiTypes.BOOL, OpenApiParameter.QUERY,
+            description="Also include each capture's uploaded original file (default false)",
+        )
+    ]  # fmt: skip
 
-    def get(self, request: Request) -> StreamingHttpResponse:
+    def get(self, request: Request) -> StreamingHttpResponse | Response:
         from corpus.export import Counter, corpus_plan, corpus_render, export_name, zip_stream
         from grants.audit import audit_record
 
@@ -487,7 +495,11 @@ class CorpusExport(PlainView):
         assert isinstance(caller, Caller)
         principal = caller.principal
         counter = Counter()
-        plan = corpus_plan(principal)  # names only: the file count is known before the first byte
+        originals = request.query_params.get("originals", "false").lower()
+        if originals not in ("true", "false", "1", "0"):
+            return Response(error_body("invalid", "originals must be true or false"), status=400)
+        # Names only: the file count is known before the first byte.
+        plan = corpus_plan(principal, originals=originals in ("true", "1"))
 
         def stream() -> Iterator[bytes]:
             completed = False

@@ -213,11 +213,14 @@ def stats(ctx: Context) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
               help="File to write (default: brain-export.zip; stdout for --memories).")  # fmt: skip
 @click.option("--memories", is_flag=True, help="Your memories as JSON lines instead of the corpus ZIP.")
+@click.option("--originals", is_flag=True, help="Also include each capture's uploaded original file.")
 @click.pass_obj
 @command
-def export(ctx: Context, output: str | None, memories: bool) -> None:
+def export(ctx: Context, output: str | None, memories: bool, originals: bool) -> None:
     """Every page and capture you can read, as a ZIP of Markdown (or your memories, --memories). Streamed."""
-    chunks = ctx.api().stream("/memories/export" if memories else "/export")
+    if memories and originals:
+        raise click.UsageError("--originals goes with the corpus export, not --memories")
+    chunks = ctx.api().stream("/memories/export" if memories else "/export" + ("?originals=true" if originals else ""))
     if output is None and not memories:
         output = "brain-export.zip"
     if output is None:

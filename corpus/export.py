@@ -25,7 +25,7 @@ import io
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import yaml
 
@@ -63,6 +63,26 @@ def _page_markdown(page: Page, references: ReferenceFilter) -> str:
     return f"---\n{header}---\n\n{revision.body.lstrip(chr(10))}"
 
 
+class Originals(Protocol):
+    """Where captures' original files live (the ``ingest`` app registers itself in ``ready``:
+    the corpus does not depend on the app above it)."""
+
+    def names(self, source_ids: list[int]) -> dict[int, str]:
+        """Source id → the original's file name, for those of ``source_ids`` that have one."""
+        ...
+
+    def read(self, source_id: int) -> bytes | None:
+        """The original's bytes (None when its file is missing from storage)."""
+        ...
+
+
+_originals: list[Originals] = []
+
+
+def register_originals(store: Originals) -> None:
+    _originals.append(store)
+
+
 class Entry(NamedTuple):
     """One file of the materialised tree, named before its content is read.
 
@@ -72,7 +92,7 @@ class Entry(NamedTuple):
     """
 
     name: str
-    kind: str  # "page" | "capture" | "figures" | "readme"
+    kind: str  # "page" | "capture" | "original" | "figures" | "readme"
     subject: str = ""  # the page's path or the capture's key
     pk: int | None = None
     stamp: str = ""
@@ -90,10 +110,11 @@ class Rendered:
     references: tuple[str, ...] = ()
 
 
-def corpus_plan(principal: Principal) -> list[Entry]:
+def corpus_plan(principal: Principal, *, originals: bool = False) -> list[Entry]:
     """Every file of ``principal``'s tree, in the tree's order, from three narrow queries.
 
-    Names are fixed here: pages at their paths, captures at ``captures/<key>.md``, then
+    Names are fixed here: pages at their paths, captures at ``captures/<key>.md``, with
+    ``originals`` each capture's uploaded file at ``originals/<key>/<file name>``, then
     ``figures.yml`` and ``README.md`` (each with ``~2`` … when a page already holds the name).
     """
     plan: list[Entry] = []
@@ -105,8 +126,21 @@ def corpus_plan(principal: Principal) -> list[Entry]:
         taken.add(path.lower())
         plan.append(Entry(path, "page", path, pk, str(revision), title))
     captures = Source.objects.visible_to(principal, "read").order_by("key")
+    keys: list[tuple[int, str]] = []
     for pk, key, updated in captures.values_list("pk", "key", "updated_at").iterator(chunk_size=2000):
+        keys.append((pk, key))
         plan.append(Entry(_free(f"captures/{key}", ".md", taken), "capture", key, pk, updated.isoformat()))
+    if originals:
+        for start in range(0, len(keys), 2000):
+            batch = keys[start : start + 2000]
+            names: dict[int, str] = {}
+            for store in _originals:
+                names.update(store.names([pk for pk, _ in batch]))
+            for pk, key in batch:
+                if pk in names:
+                    stem, _, suffix = _file_name(names[pk]).rpartition(".")
+                    name = _free(f"originals/{key}/{stem or suffix}", f".{suffix}" if stem else "", taken)
+                    plan.append(Entry(name, "original", key, pk))
     plan.append(Entry(_free("figures", ".yml", taken), "figures"))
     plan.append(Entry(_free("README", ".md", taken), "readme"))
     return plan
@@ -133,7 +167,11 @@ def corpus_render(principal: Principal, plan: list[Entry], wanted: list[Entry] |
                 data = _capture_markdown(source).encode("utf-8")
                 yield Rendered(entry, ExportFile(entry.name, data), source.updated_at.isoformat())
     for entry in wanted:
-        if entry.kind == "figures":
+        if entry.kind == "original":
+            original = next((found for store in _originals if (found := store.read(entry.pk or 0)) is not None), None)
+            if original is not None:
+                yield Rendered(entry, ExportFile(entry.name, original), "")
+        elif entry.kind == "figures":
             yield Rendered(entry, ExportFile(entry.name, _figures(principal)), "")
         elif entry.kind == "readme":
             yield Rendered(entry, ExportFile(entry.name, _readme(plan)), "")
@@ -188,11 +226,25 @@ def _figures(principal: Principal) -> bytes:
     return _dump(document).encode("utf-8")
 
 
+def _file_name(name: str) -> str:
+    """A stored file name as one safe path segment (no folders, no dot-files, no control characters)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = "".join(c if c.isalnum() or c in "._- " else "_" for c in base).strip(" .")
+    return cleaned[:120] or "original"
+
+
 def _readme(plan: list[Entry]) -> bytes:
     pages = [entry for entry in plan if entry.kind == "page"]
     captures = sum(1 for entry in plan if entry.kind == "capture")
+    originals = sum(1 for entry in plan if entry.kind == "original")
     figures = next(entry.name for entry in plan if entry.kind == "figures")
-    lines = ["# Brain export", "", f"{len(pages)} pages and {captures} captures; figures in `{figures}`.", ""]
+    with_originals = f" ({originals} original files under `originals/`)" if originals else ""
+    lines = [
+        "# Brain export",
+        "",
+        f"{len(pages)} pages and {captures} captures{with_originals}; figures in `{figures}`.",
+        "",
+    ]
     lines += [f"- [{entry.title}]({entry.subject})" for entry in pages]
     return ("\n".join(lines) + "\n").encode("utf-8")
 

@@ -8,3 +8,9 @@ class IngestConfig(AppConfig):
 
     name = "ingest"
     verbose_name = "Document ingest"
+
+    def ready(self) -> None:
+        from corpus.export import register_originals
+        from ingest.originals import DocumentOriginals
+
+        register_originals(DocumentOriginals())

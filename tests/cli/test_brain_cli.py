@@ -79,6 +79,10 @@ class BrainCliTests(LiveServerTestCase):
         assert written["bytes"] == archive.stat().st_size
         with zipfile.ZipFile(archive) as zipped:
             assert "topics/pricing/discounts.md" in zipped.namelist()
+        assert self.ok("export", "--originals", "-o", str(archive))["bytes"] == archive.stat().st_size
+        refused = self.brain("export", "--originals", "--memories")
+        assert refused.returncode != 0
+        assert "--originals goes with the corpus export" in refused.stderr
 
         hits = self.ok("search", "discount", "approval")["results"]
         assert hits[0]["path"] == "topics/pricing/discounts.md"

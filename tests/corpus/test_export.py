@@ -116,6 +116,31 @@ class ExportTests(BrainTestCase):
         memory_only = api_token_issue(actor=self.bob, name="m", scopes=["memory"])[1]
         assert Client(HTTP_AUTHORIZATION=f"Bearer {memory_only}").get("/api/v1/export").status_code == 403
 
+    def test_originals_only_on_request_and_only_of_readable_captures(self) -> None:
+        from ingest.services import document_ingest
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        document_ingest(actor=self.alice, filename="../Kickoff notes.txt", data=b"original bytes, as uploaded",
+                        key="notes/upload", enqueue=False)  # fmt: skip
+        document_ingest(actor=self.alice, filename="board.pdf", data=b"%PDF-1.4 hidden", key="secret/up", enqueue=False)
+        token = api_token_issue(actor=self.bob, name="cli", scopes=["corpus:read"])[1]
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        plain = client.get("/api/v1/export")
+        with zipfile.ZipFile(io.BytesIO(b"".join(plain.streaming_content))) as archive:
+            assert not any(name.startswith("originals/") for name in archive.namelist())
+        response = client.get("/api/v1/export?originals=true")
+        assert response.status_code == 200
+        with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as archive:
+            originals = {name: archive.read(name) for name in archive.namelist() if name.startswith("originals/")}
+            readme = archive.read("README.md").decode()
+        key = next(name for name in originals).split("/")[1:-1]
+        assert list(originals.values()) == [b"original bytes, as uploaded"]  # bob cannot read secret/
+        assert next(iter(originals)).endswith("/Kickoff notes.txt"), originals  # one path segment, no '..'
+        assert key[0] == "notes"
+        assert "1 original files under `originals/`" in readme
+        assert int(response["X-Brain-Export-Files"]) == len(self.export(self.bob)) + 1  # + the original
+        assert client.get("/api/v1/export?originals=maybe").status_code == 400
+
     def test_the_browse_page_offers_the_download(self) -> None:
         browser = Client()
         browser.force_login(self.bob.user)
