@@ -24,7 +24,8 @@ class BuildParts:
 
     changes: list[BuildChange]
     captures: list[BuildCapture]
-    figures: list[BuildFigure]
+    figures: list[BuildFigure]  # recorded as draft figures (on live pages)
+    pending: list[BuildFigure]  # values for pages new in the build, recorded at promotion
 
 
 def _changes_with_revisions(build: Build) -> list[BuildChange]:
@@ -52,12 +53,16 @@ def build_parts(build: Build) -> BuildParts:
     cached: BuildParts | None = getattr(build, "_parts", None)
     if cached is None:
         # has_captures/has_figures: known when the build was read by build_get_visible.
+        figures = (
+            list(build.figures.select_related("figure__page__owner__user"))
+            if getattr(build, "has_figures", True)
+            else []
+        )
         cached = BuildParts(
             changes=_changes_with_revisions(build),
             captures=list(build.captures.select_related("source")) if getattr(build, "has_captures", True) else [],
-            figures=list(build.figures.filter(figure__isnull=False).select_related("figure__page__owner__user"))
-            if getattr(build, "has_figures", True)
-            else [],
+            figures=[item for item in figures if item.figure_id is not None],
+            pending=[item for item in figures if item.figure_id is None],
         )
         build._parts = cached  # type: ignore[attr-defined]
     return cached
@@ -553,7 +558,7 @@ def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[
 
 def _pending_figures(build: Build, viewer: Principal) -> list[dict[str, Any]]:
     """Values held for pages new in ``build``, shown to whoever may read the page's draft."""
-    pending = [item.pending for item in build.figures.filter(figure__isnull=True) if item.pending]
+    pending = [item.pending for item in build_parts(build).pending if item.pending]
     if not pending:
         return []
     readable = readable_changes(viewer, build)
