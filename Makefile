@@ -66,7 +66,7 @@ bench: $(STAMP)
 
 # Retrieval quality on the shipped PostgreSQL-manual set (a few minutes).
 bench-retrieval: $(STAMP)
-	$(PY) -m bench.retrieval --corpus bench/data/pgdocs/corpus.jsonl --queries bench/data/pgdocs/queries.jsonl --qrels bench/data/pgdocs/qrels.tsv
+	$(PY) -m bench.retrieval
 
 # Search latency at 10k and 100k chunks under 1–100 grants (about ten minutes).
 bench-search-scale: $(STAMP)

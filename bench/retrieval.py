@@ -1,21 +1,22 @@
-"""Retrieval quality: lexical arm, semantic arm, fusions and a BM25 baseline, on a BEIR-format set.
+"""Retrieval quality on every judged set: each arm, each fusion and a BM25 baseline, in one table.
 
-    .venv/bin/python -m bench.retrieval \\
-        --corpus bench/data/pgdocs/corpus.jsonl --queries bench/data/pgdocs/queries.jsonl \\
-        --qrels bench/data/pgdocs/qrels.tsv
+    .venv/bin/python -m bench.retrieval                  # every set under bench/data/
+    .venv/bin/python -m bench.retrieval --sets pgdocs,pyfaq
 
-Loads every corpus document as an approved page (one per document, secrets masked as an
-extraction would) into a throwaway database through the governed write path, then runs
-every query through each configuration at the page level (one result per page, k = 10):
+Each set (BEIR format: corpus.jsonl, queries.jsonl, qrels.tsv) runs in its own child process
+and throwaway database: every document becomes an approved page through the governed write
+path (secrets masked as an extraction would), then every query runs through each
+configuration at the page level (one result per page, k = 10):
 
-- ``lexical`` and ``semantic``: one arm alone;
-- ``rrf`` (k = 60, equal weights), ``weighted_rrf`` and ``score`` (min-max normalised)
-  fusions, the weighted ones at several semantic:lexical weights;
+- ``lexical any`` (the default arm: any rare-enough term, BM25-style scoring) and
+  ``lexical and`` (every word, ``ts_rank``: the arm before this measurement), ``semantic``;
+- fusions of semantic with ``lexical any``: ``rrf`` (k = 60), ``weighted_rrf`` and ``score``
+  (min-max) at several weights, ``zscore``; and ``rrf / and``, the default before;
 - ``bm25``: rank-bm25 (Okapi) over the same chunks, a page scored by its best chunk.
 
-Prints nDCG@10, recall@10, MRR@10 and p50/p95 search latency (database time and wall
-time including the cached query embedding), and each fusion's nDCG relative to the
-better single arm.
+Prints, per set, nDCG@10, recall@10, MRR@10 and p50/p95 latency; then nDCG@10 of every
+configuration on every set with the mean, and whether the default fusion is at least every
+arm and BM25 on every set.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ import argparse
 import csv
 import json
 import math
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -115,26 +118,40 @@ def load_corpus(documents: list[dict[str, Any]]) -> tuple[Any, dict[str, str]]:
     return reader, doc_of_path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=Path("bench/data/pgdocs/corpus.jsonl"))
-    parser.add_argument("--queries", type=Path, default=Path("bench/data/pgdocs/queries.jsonl"))
-    parser.add_argument("--qrels", type=Path, default=Path("bench/data/pgdocs/qrels.tsv"))
-    parser.add_argument("--weights", default="0.5,2,3", help="lexical weights tried (semantic weight 1)")
-    parser.add_argument("--keep", action="store_true", help="keep the brain_eval database")
-    args = parser.parse_args()
+CONFIGS: list[tuple[str, dict[str, Any]]] = [
+    ("lexical any", {"arms": ("lexical",), "lexical_mode": "any"}),
+    ("lexical and", {"arms": ("lexical",), "lexical_mode": "and"}),
+    ("semantic", {"arms": ("semantic",)}),
+    ("rrf / and", {"fusion": "rrf", "lexical_mode": "and"}),
+    ("rrf", {"fusion": "rrf", "lexical_mode": "any"}),
+    ("weighted_rrf 1:0.5", {"fusion": "weighted_rrf", "weights": (1.0, 0.5), "lexical_mode": "any"}),
+    ("weighted_rrf 1:2", {"fusion": "weighted_rrf", "weights": (1.0, 2.0), "lexical_mode": "any"}),
+    ("score 1:1", {"fusion": "score", "weights": (1.0, 1.0), "lexical_mode": "any"}),
+    ("score 1:0.5", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any"}),
+    ("zscore 1:1", {"fusion": "zscore", "weights": (1.0, 1.0), "lexical_mode": "any"}),
+    ("zscore 1:0.5", {"fusion": "zscore", "weights": (1.0, 0.5), "lexical_mode": "any"}),
+]
+ARMS = ("lexical any", "lexical and", "semantic")
+DATA = Path(__file__).resolve().parent / "data"
 
-    setup_scratch_django("brain_eval")
+
+def evaluate(folder: Path) -> list[dict[str, Any]]:
+    """Every configuration on one set (in this process's own scratch database)."""
+    database = f"brain_eval_{folder.name}"
+    setup_scratch_django(database)
+    from django.db import connection
     from rank_bm25 import BM25Okapi
 
     from corpus.models import Chunk
     from corpus.search import search
 
-    documents = load_jsonl(args.corpus)
-    queries = load_jsonl(args.queries)
-    qrels = load_qrels(args.qrels)
+    documents = load_jsonl(folder / "corpus.jsonl")
+    queries = load_jsonl(folder / "queries.jsonl")
+    qrels = load_qrels(folder / "qrels.tsv")
     reader, doc_of_path = load_corpus(documents)
-    print(f"{len(queries)} queries")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE corpus_chunk")  # what autovacuum does after a load: the term statistics
+    print(f"{folder.name}: {len(queries)} queries", file=sys.stderr)
 
     # BM25 over the same chunks; a page's score is its best chunk's.
     chunk_pages: dict[str, list[str]] = defaultdict(list)
@@ -157,22 +174,11 @@ def main() -> None:
         ordered = sorted(best.items(), key=lambda item: -item[1])
         return [doc_of_path[path] for path, _ in ordered[:K]]
 
-    configs: list[tuple[str, dict[str, Any]]] = [
-        ("lexical", {"arms": ("lexical",)}),
-        ("semantic", {"arms": ("semantic",)}),
-        ("rrf", {"fusion": "rrf"}),
-    ]
-    for weight in (float(w) for w in args.weights.split(",") if w):
-        configs.append((f"weighted_rrf 1:{weight:g}", {"fusion": "weighted_rrf", "weights": (1.0, weight)}))
-    configs.append(("score 1:1", {"fusion": "score", "weights": (1.0, 1.0)}))
-    for weight in (float(w) for w in args.weights.split(",") if w):
-        configs.append((f"score 1:{weight:g}", {"fusion": "score", "weights": (1.0, weight)}))
-
     for query in queries:  # warm the query-embedding cache so latency measures search, not the model
         search(principal=reader, query=query["text"], k=1, arms=("semantic",))
 
     rows: list[dict[str, Any]] = []
-    for name, options in [*configs, ("bm25", {})]:
+    for name, options in [*CONFIGS, ("bm25", {})]:
         ndcgs, recalls, mrrs, db_ms, wall_ms = [], [], [], [], []
         for query in queries:
             relevant = qrels.get(query["_id"], {})
@@ -189,43 +195,97 @@ def main() -> None:
             mrrs.append(mrr(ranked, relevant))
         rows.append(
             {
+                "set": folder.name,
                 "name": name,
                 "ndcg": statistics.mean(ndcgs),
                 "recall": statistics.mean(recalls),
                 "mrr": statistics.mean(mrrs),
-                "db_p50": percentile(db_ms, 0.5) if db_ms else float("nan"),
-                "db_p95": percentile(db_ms, 0.95) if db_ms else float("nan"),
+                "db_p50": percentile(db_ms, 0.5) if db_ms else None,
+                "db_p95": percentile(db_ms, 0.95) if db_ms else None,
                 "wall_p50": percentile(wall_ms, 0.5),
                 "wall_p95": percentile(wall_ms, 0.95),
             }
         )
+    drop_scratch(database)
+    return rows
 
-    best_arm = max(row["ndcg"] for row in rows if row["name"] in ("lexical", "semantic"))
+
+def print_set(rows: list[dict[str, Any]]) -> None:
+    best_arm = max(row["ndcg"] for row in rows if row["name"] in ARMS)
     bm25_ndcg = next(row["ndcg"] for row in rows if row["name"] == "bm25")
+    print(f"\n{rows[0]['set']}")
     print(
-        f"\n{'configuration':<22}{'nDCG@10':>9}{'R@10':>7}{'MRR@10':>8}{'db p50':>9}{'db p95':>9}"
+        f"{'configuration':<22}{'nDCG@10':>9}{'R@10':>7}{'MRR@10':>8}{'db p50':>9}{'db p95':>9}"
         f"{'wall p50':>10}{'wall p95':>10}{'/best arm':>11}{'/bm25':>7}"
     )
 
-    def ms(value: float, width: int) -> str:
+    def ms(value: float | None, width: int) -> str:
         # BM25 runs in Python: it has no database time.
-        return f"{'—':>{width}}  " if math.isnan(value) else f"{value:>{width}.1f}ms"
+        return f"{'—':>{width}}  " if value is None else f"{value:>{width}.1f}ms"
 
     for row in rows:
         print(
             f"{row['name']:<22}{row['ndcg']:>9.3f}{row['recall']:>7.3f}{row['mrr']:>8.3f}"
-            f"{ms(row['db_p50'], 8)}{ms(row['db_p95'], 7)}{ms(row['wall_p50'], 8)}{ms(row['wall_p95'], 8)}"
+            f"{ms(row['db_p50'], 7)}{ms(row['db_p95'], 7)}{ms(row['wall_p50'], 8)}{ms(row['wall_p95'], 8)}"
             f"{row['ndcg'] / best_arm:>11.3f}{row['ndcg'] / bm25_ndcg:>7.3f}"
         )
-    fused = [row for row in rows if row["name"] not in ("lexical", "semantic", "bm25")]
-    winner = max(fused, key=lambda row: row["ndcg"])
-    print(
-        f"\nbest fusion: {winner['name']} nDCG@10 {winner['ndcg']:.3f} "
-        f"({winner['ndcg'] / best_arm:.3f}x the best arm, {winner['ndcg'] / bm25_ndcg:.3f}x BM25)"
-    )
 
-    if not args.keep:
-        drop_scratch("brain_eval")
+
+def print_summary(results: dict[str, list[dict[str, Any]]], default: str) -> None:
+    sets = list(results)
+    names = [row["name"] for row in next(iter(results.values()))]
+    ndcg_of = {(s, row["name"]): row["ndcg"] for s, rows in results.items() for row in rows}
+    print("\nnDCG@10 on every set")
+    print(f"{'configuration':<22}" + "".join(f"{s:>11}" for s in sets) + f"{'mean':>9}")
+    for name in names:
+        values = [ndcg_of[(s, name)] for s in sets]
+        mark = "  <- default" if name == default else ""
+        print(f"{name:<22}" + "".join(f"{v:>11.3f}" for v in values) + f"{statistics.mean(values):>9.3f}{mark}")
+    holds = all(ndcg_of[(s, default)] >= max(ndcg_of[(s, other)] for other in (*ARMS, "bm25")) for s in sets)
+    before = statistics.mean(ndcg_of[(s, "rrf / and")] for s in sets)
+    now = statistics.mean(ndcg_of[(s, default)] for s in sets)
+    print(f"\ndefault ({default}) >= every arm and BM25 on every set: {'yes' if holds else 'NO'}")
+    print(f"mean nDCG@10: default {now:.3f} vs the default before (rrf / and) {before:.3f}: {now - before:+.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default="", help="comma-separated set names under bench/data/ (default: all)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(evaluate(DATA / args.child)))
+        return
+    names = [name for name in args.sets.split(",") if name] or sorted(
+        folder.name for folder in DATA.iterdir() if (folder / "queries.jsonl").exists()
+    )
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.retrieval", "--child", name], check=True, capture_output=True, text=True,
+            cwd=DATA.parent.parent, env={**os.environ, "BRAIN_LOG_LEVEL": "WARNING"},
+        )  # fmt: skip
+        results[name] = json.loads(out.stdout.strip().splitlines()[-1])
+        print_set(results[name])
+    print_summary(results, default=_default_name())
+
+
+def _default_name() -> str:
+    """The configuration name of the shipped default (``corpus.search.search_settings``)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "brain.settings")
+    import django
+
+    django.setup()
+    from corpus.search import search_settings
+
+    config = search_settings()
+    fusion, lexical_mode = str(config["FUSION"]), str(config["LEXICAL"])
+    weights = (float(config["SEMANTIC_WEIGHT"]), float(config["LEXICAL_WEIGHT"]))
+    for name, options in CONFIGS:
+        same = options.get("fusion") == fusion and options.get("lexical_mode") == lexical_mode
+        if same and (fusion == "rrf" or options.get("weights") == weights):
+            return name
+    return f"{fusion} / {lexical_mode}"
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 import re
 import threading
 import time
@@ -43,7 +44,7 @@ from grants.principals import Principal, SystemPrincipal
 
 logger = logging.getLogger(__name__)
 
-FUSION_METHODS = ("rrf", "weighted_rrf", "score")
+FUSION_METHODS = ("rrf", "weighted_rrf", "score", "zscore")
 MAX_CANDIDATES = 4000
 SNIPPET_CHARS = 240
 
@@ -83,6 +84,7 @@ class SearchResponse:
 def search_settings() -> dict[str, Any]:
     defaults: dict[str, Any] = {
         "FUSION": "rrf",
+        "LEXICAL": "any",
         "RRF_K": 60,
         "SEMANTIC_WEIGHT": 1.0,
         "LEXICAL_WEIGHT": 1.0,
@@ -198,6 +200,49 @@ def tsquery_sql(query: str) -> tuple[str, list[Any]] | None:
     return "(" + " || ".join(parts) + ")", params
 
 
+@dataclass(frozen=True)
+class LexicalQuery:
+    """The lexical arm's SQL: ``source`` is a one-row subquery (aliased ``q``) with the tsquery
+    ``query`` a chunk must match; ``score`` ranks a matching chunk ``c``."""
+
+    source: str
+    params: list[Any]
+    score: str
+
+
+LEXICAL_MODES = ("and", "any")
+# Terms in more than this share of chunks only rank, never match: "how", "use", "table"
+# would otherwise make half the corpus a candidate of every question.
+COMMON_TERM_SHARE = 0.05
+MAX_TERMS = 12
+
+
+def lexical_query(query: str, mode: str = "any") -> LexicalQuery | None:
+    """The lexical arm for ``query``: None when it has no terms.
+
+    ``and`` (websearch semantics: every word, "phrases", -exclusions) ranked by ``ts_rank``.
+    ``any``: a chunk matches any rare-enough query term and is scored like BM25 — each term's
+    inverse document frequency times its saturating, length-normalised frequency in the chunk
+    (``ts_rank`` of that term) — so covering more and rarer terms ranks higher; the terms and
+    weights come from ``brain_lexical_query`` (migration corpus 0015) in the same statement.
+    A query with quotes or a -exclusion keeps the ``and`` semantics its author asked for, and
+    so does one with CJK runs (their bigrams must all match).
+    """
+    strict = tsquery_sql(query)
+    if strict is None:
+        return None
+    latin = lexical.latin_part(query)
+    if mode == "and" or '"' in latin or re.search(r"(^|\s)-\w", latin) or lexical.query_terms(query):
+        sql, params = strict
+        return LexicalQuery(f"(SELECT {sql} AS query)", params, "ts_rank(c.search_vector, q.query, 1)")
+    return LexicalQuery(
+        "(SELECT m.match AS query, m.terms, m.weights FROM brain_lexical_query(%s, %s, %s) m)",
+        [latin, COMMON_TERM_SHARE, MAX_TERMS],
+        "(SELECT sum(w.weight * ts_rank(c.search_vector, w.term, 1))"
+        " FROM unnest(q.terms, q.weights) AS w(term, weight))",
+    )
+
+
 # SQL: the revision is the live revision of a page the caller may see (see ``_candidates``).
 _VISIBLE_REVISION = "({revision} IN (SELECT vis.current_revision_id FROM vis)) IS TRUE"
 
@@ -207,7 +252,7 @@ def _candidates(
     visible_sql: str,
     visible_params: tuple[Any, ...],
     vector: str | None,
-    tsquery: tuple[str, list[Any]] | None,
+    tsquery: LexicalQuery | None,
     limit: int,
     ef_search: int,
     exact_pages: int,
@@ -264,16 +309,20 @@ def _candidates(
         )
         params += [vector, vector, limit]
     if tsquery is not None:
-        ts_sql, ts_params = tsquery
+        # Two stages: the matching chunks by plain ts_rank (one call a row), then the best
+        # few hundred rescored by the arm's own score (one ts_rank per query term).
         arms.append(
             f"""(SELECT 'lexical' AS arm, l.chunk_id, l.score AS raw,
                    row_number() OVER (ORDER BY l.score DESC, l.chunk_id) AS rank
-              FROM (SELECT c.id AS chunk_id, ts_rank(c.search_vector, q.query, 1) AS score
-                      FROM corpus_chunk c, (SELECT {ts_sql} AS query) q
-                     WHERE c.search_vector @@ q.query AND {live}
-                     ORDER BY score DESC, c.id LIMIT %s) l)"""
+              FROM (SELECT f.chunk_id, {tsquery.score.replace("c.search_vector", "f.search_vector")} AS score
+                      FROM (SELECT c.id AS chunk_id, c.search_vector
+                              FROM corpus_chunk c, {tsquery.source} q0
+                             WHERE c.search_vector @@ q0.query AND {live}
+                             ORDER BY ts_rank(c.search_vector, q0.query, 1) DESC, c.id LIMIT %s) f,
+                           {tsquery.source} q
+                     ORDER BY score DESC, f.chunk_id LIMIT %s) l)"""
         )
-        params += [*ts_params, limit]
+        params += [*tsquery.params, max(limit * 5, 200), *tsquery.params, limit]
     if not arms:
         return []
     sql = f"""
@@ -340,6 +389,20 @@ def _fuse(
         k = float(config["RRF_K"])
         for candidate in candidates.values():
             score = sum(weights[arm] / (k + rank) for arm, rank in candidate.ranks.items())
+            scored.append((score, candidate))
+    elif method == "zscore":
+        spread: dict[str, tuple[float, float]] = {}
+        for arm in ("semantic", "lexical"):
+            values = [c.raws[arm] for c in candidates.values() if arm in c.raws]
+            if values:
+                mean = sum(values) / len(values)
+                deviation = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+                spread[arm] = (mean, deviation)
+        for candidate in candidates.values():
+            score = 0.0
+            for arm, raw in candidate.raws.items():
+                mean, deviation = spread[arm]
+                score += weights[arm] * ((raw - mean) / deviation if deviation > 0 else 0.0)
             scored.append((score, candidate))
     else:
         bounds: dict[str, tuple[float, float]] = {}
@@ -412,6 +475,7 @@ def search(
     fusion: str | None = None,
     weights: tuple[float, float] | None = None,
     arms: tuple[str, ...] = ("semantic", "lexical"),
+    lexical_mode: str | None = None,
 ) -> SearchResponse:
     """Search the live corpus as ``principal`` sees it.
 
@@ -459,7 +523,10 @@ def search(
             logger.warning("search degraded: the embedder is unavailable")
             response.degraded = True
     response.timings_ms["embed"] = (time.perf_counter() - started) * 1000
-    tsquery = tsquery_sql(query) if "lexical" in arms else None
+    lexical_mode = lexical_mode or str(config["LEXICAL"])
+    if lexical_mode not in LEXICAL_MODES:
+        raise SearchError(f"lexical must be one of {', '.join(LEXICAL_MODES)}")
+    tsquery = lexical_query(query, lexical_mode) if "lexical" in arms else None
 
     limit = max(int(config["CANDIDATES"]), k * cap * 2)
     while True:
