@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import html
 import logging
-import math
 import re
 import threading
 import time
@@ -33,7 +32,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from brain import embeddings
+from brain import embeddings, fusion
 from brain.domain import DomainError
 from corpus import lexical
 from corpus.models import Page
@@ -44,7 +43,7 @@ from grants.principals import Principal, SystemPrincipal
 
 logger = logging.getLogger(__name__)
 
-FUSION_METHODS = ("rrf", "weighted_rrf", "score", "zscore")
+FUSION_METHODS = fusion.METHODS
 MAX_CANDIDATES = 4000
 SNIPPET_CHARS = 240
 
@@ -381,41 +380,14 @@ class _Candidate:
 def _fuse(
     candidates: dict[tuple[str, str], _Candidate], config: dict[str, Any], method: str
 ) -> list[tuple[float, _Candidate]]:
+    arms: dict[str, list[tuple[tuple[str, str], float]]] = {}
+    for arm in ("semantic", "lexical"):
+        ranked = sorted((c.ranks[arm], key) for key, c in candidates.items() if arm in c.ranks)
+        if ranked:
+            arms[arm] = [(key, candidates[key].raws[arm]) for _, key in ranked]
     weights = {"semantic": float(config["SEMANTIC_WEIGHT"]), "lexical": float(config["LEXICAL_WEIGHT"])}
-    if method == "rrf":
-        weights = {"semantic": 1.0, "lexical": 1.0}
-    scored: list[tuple[float, _Candidate]] = []
-    if method in ("rrf", "weighted_rrf"):
-        k = float(config["RRF_K"])
-        for candidate in candidates.values():
-            score = sum(weights[arm] / (k + rank) for arm, rank in candidate.ranks.items())
-            scored.append((score, candidate))
-    elif method == "zscore":
-        spread: dict[str, tuple[float, float]] = {}
-        for arm in ("semantic", "lexical"):
-            values = [c.raws[arm] for c in candidates.values() if arm in c.raws]
-            if values:
-                mean = sum(values) / len(values)
-                deviation = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-                spread[arm] = (mean, deviation)
-        for candidate in candidates.values():
-            score = 0.0
-            for arm, raw in candidate.raws.items():
-                mean, deviation = spread[arm]
-                score += weights[arm] * ((raw - mean) / deviation if deviation > 0 else 0.0)
-            scored.append((score, candidate))
-    else:
-        bounds: dict[str, tuple[float, float]] = {}
-        for arm in ("semantic", "lexical"):
-            values = [c.raws[arm] for c in candidates.values() if arm in c.raws]
-            if values:
-                bounds[arm] = (min(values), max(values))
-        for candidate in candidates.values():
-            score = 0.0
-            for arm, raw in candidate.raws.items():
-                low, high = bounds[arm]
-                score += weights[arm] * ((raw - low) / (high - low) if high > low else 1.0)
-            scored.append((score, candidate))
+    fused = fusion.fuse(arms, method=method, weights=weights, rrf_k=float(config["RRF_K"]))
+    scored = [(score, candidates[key]) for key, score in fused.items()]
     scored.sort(key=lambda item: (-item[0], item[1].path, item[1].heading_path))
     return scored
 

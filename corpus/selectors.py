@@ -339,7 +339,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     """
     from pgvector.django import CosineDistance
 
-    from brain import embeddings
+    from brain import embeddings, fusion
     from brain.vectors import current_model_q
     from corpus.models import SourceChunk
     from corpus.search import query_embedding
@@ -348,15 +348,13 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     visible = Source.objects.visible_to(principal, "read")
     vector = SearchVector("title", weight="A", config="english") + SearchVector("text", weight="B", config="english")
     search = SearchQuery(query, search_type="websearch", config="english")
-    lexical = list(
+    arms: dict[str, list[tuple[int, float]]] = {}
+    arms["lexical"] = list(
         visible.annotate(searchable=vector, rank=SearchRank(vector, search))
         .filter(searchable=search)
         .order_by("-rank", "key")
-        .values_list("pk", flat=True)[:50]
+        .values_list("pk", "rank")[:50]
     )
-    scores: dict[int, float] = {}
-    for rank, pk in enumerate(lexical, start=1):
-        scores[pk] = scores.get(pk, 0.0) + 1 / (60 + rank)
     try:
         embedding: list[float] | None = query_embedding(query)
     except embeddings.EmbeddingError:
@@ -367,11 +365,13 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
             .annotate(distance=CosineDistance("embedding", embedding))
             .filter(distance__lte=1 - SOURCE_MIN_SIMILARITY)
             .order_by("distance")
-            .values_list("source_id", flat=True)[:100]
+            .values_list("source_id", "distance")[:100]
         )
-        ranked = list(dict.fromkeys(nearest))[:50]
-        for rank, pk in enumerate(ranked, start=1):
-            scores[pk] = scores.get(pk, 0.0) + 1 / (60 + rank)
+        closest: dict[int, float] = {}
+        for pk, distance in nearest:  # a capture is as close as its closest chunk
+            closest.setdefault(pk, 1.0 - float(distance))
+        arms["semantic"] = list(closest.items())[:50]
+    scores = fusion.fuse(arms, method="rrf")
     ordered = sorted(scores, key=lambda pk: (-scores[pk], pk))[:limit]
     sources = {source.pk: source for source in Source.objects.filter(pk__in=ordered)}
     return [sources[pk] for pk in ordered]

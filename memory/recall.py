@@ -34,7 +34,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from brain import embeddings
+from brain import embeddings, fusion
 from brain.vectors import current_model_q
 from corpus.lexical import normalise
 from corpus.search import query_embedding, tsquery_sql
@@ -203,7 +203,7 @@ def memory_recall(
         base = base.filter(kind=kind)
 
     response = Recall(after=after, before=before)
-    ranks: dict[Any, float] = {}
+    arms: dict[str, list[tuple[Any, float]]] = {}
     similarity: dict[Any, float] = {}
     keyword_rank: dict[Any, int] = {}
     try:
@@ -232,9 +232,9 @@ def memory_recall(
             dense = (
                 candidates.annotate(distance=distance).order_by("distance").values_list("pk", "distance")[:CANDIDATES]
             )
-            for rank, (pk, distance) in enumerate(dense, start=1):
-                ranks[pk] = ranks.get(pk, 0.0) + 1 / (RRF_K + rank)
+            for pk, distance in dense:
                 similarity[pk] = 1.0 - float(distance)
+            arms["semantic"] = list(similarity.items())
         tsquery = tsquery_sql(text)
         if tsquery is not None:
             sql, params = tsquery
@@ -244,10 +244,10 @@ def memory_recall(
                 .order_by("-rank", "-created_at")
                 .values_list("pk", flat=True)[:CANDIDATES]
             )
-            for rank, pk in enumerate(keyword, start=1):
-                ranks[pk] = ranks.get(pk, 0.0) + 1 / (RRF_K + rank)
-                keyword_rank[pk] = rank
+            arms["lexical"] = [(pk, 0.0) for pk in keyword]
+            keyword_rank = {pk: rank for rank, (pk, _) in enumerate(arms["lexical"], start=1)}
 
+    ranks = fusion.fuse(arms, method="rrf", rrf_k=RRF_K)
     if not ranks:
         return response
     memories = {memory.pk: memory for memory in Memory.objects.filter(pk__in=list(ranks))}
