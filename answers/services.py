@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from answers.models import Question
-from brain import bearer, callers, llm
+from brain import bearer, callers, embeddings, llm
 from brain.callers import Caller
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.text.secrets import refuse
@@ -37,7 +37,18 @@ from grants.models import Member, ServiceAccount
 LEASE = dt.timedelta(minutes=5)
 RETRIEVE_K = 8
 MAX_QUESTION = 2000
-MIN_SUPPORT = 0.5  # share of the question's content words a sentence must contain
+MIN_SUPPORT = 0.5  # without the embedder: share of the question's content words a sentence must hold
+# The extractive answerer (measured with bench/answers.py on every judged set):
+MIN_SIMILARITY = 0.45  # a sentence further from the question than this never answers it
+COVERAGE_WEIGHT = 0.3  # how much holding the question's own words adds to meaning
+ORDER_PENALTY = 0.01  # per place down the search results
+SENTENCE_MARGIN = 0.05  # sentences this close to the best one join it
+MAX_SENTENCES = 3
+SENTENCES_PER_CHUNK = 40
+EXTRACTIVE_NOTICE = (
+    "(Quoted from the cited pages: no language model is configured, so this answer is extractive."
+    " An administrator can set LLM_BASE_URL and LLM_MODEL for written answers.)"
+)
 STOPWORDS = frozenset(
     "a an and are as at be by can do does for from how i in is it of on or our should the their there this to "
     "was we what when where which who why will with you your".split()
@@ -111,7 +122,14 @@ def _grounded(citations: list[str], consulted: set[str]) -> list[str]:
 
 
 def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
-    """The best-supported sentences of the top chunks the asker can read, with their pages."""
+    """Answer with the sentences of the top chunks the asker can read that say what was asked.
+
+    Sentences are chosen by meaning (each is embedded and compared with the question) and by
+    coverage (the share of the question's content words it holds), within the chunks search
+    found; a question whose best sentence is not close enough is refused. The answer says it
+    is quoted and which setting gives a written one. Without the embedder, coverage alone
+    decides (at least ``MIN_SUPPORT`` of the question's words).
+    """
     try:
         found = search(principal=asker, query=text, k=RETRIEVE_K).results
     except SearchError as exc:
@@ -119,18 +137,39 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
     wanted = _words(text)
     if not wanted:
         raise Refused("the question has no words to look for")
-    scored: list[tuple[float, int, str, str]] = []
+    candidates: list[tuple[int, str, str]] = []  # (retrieval order, sentence, citation)
     for order, result in enumerate(found):
-        for sentence in _sentences(result.body):
-            support = len(wanted & _words(sentence)) / len(wanted)
-            if support >= MIN_SUPPORT:
-                scored.append((support, -order, sentence, result.path + _anchor(result.heading_path)))
+        for sentence in _sentences(result.body)[:SENTENCES_PER_CHUNK]:
+            candidates.append((order, sentence, result.path + _anchor(result.heading_path)))
+    if not candidates:
+        raise Refused("nothing you can read answers this question")
+    try:
+        vectors = embeddings.embed([text] + [sentence for _, sentence, _ in candidates])
+    except embeddings.EmbeddingError:
+        vectors = None
+    scored: list[tuple[float, int, str, str]] = []
+    for index, (order, sentence, citation) in enumerate(candidates):
+        coverage = len(wanted & _words(sentence)) / len(wanted)
+        if vectors is None:
+            if coverage >= MIN_SUPPORT:
+                scored.append((coverage, -order, sentence, citation))
+            continue
+        similarity = float(vectors[0] @ vectors[index + 1])
+        if similarity >= MIN_SIMILARITY:
+            score = similarity + COVERAGE_WEIGHT * coverage - ORDER_PENALTY * order
+            scored.append((score, -order, sentence, citation))
     if not scored:
         raise Refused("nothing you can read answers this question")
-    best = sorted(scored, reverse=True)[:3]
+    scored.sort(reverse=True)
+    best = [item for item in scored[:MAX_SENTENCES] if item[0] >= scored[0][0] - SENTENCE_MARGIN]
     citations = list(dict.fromkeys(citation for *_, citation in best))
     answer = " ".join(dict.fromkeys(sentence for _, _, sentence, _ in best))
-    return Outcome(answer=answer, citations=citations, mode="extractive", retrieved=sorted({r.path for r in found}))
+    return Outcome(
+        answer=f"{answer}\n\n{EXTRACTIVE_NOTICE}",
+        citations=citations,
+        mode="extractive",
+        retrieved=sorted({r.path for r in found}),
+    )
 
 
 def investigate(asker: Member | ServiceAccount, text: str, budget: llm.Budget | None = None) -> Outcome:

@@ -1,28 +1,37 @@
-"""The extractive answerer on the PostgreSQL-manual evaluation set: answered, refused, precise?
+"""The extractive answerer (no model configured) on every judged set: answered, refused, precise?
 
-    .venv/bin/python -m bench.answers
+    .venv/bin/python -m bench.answers                 # every set under bench/data/
+    .venv/bin/python -m bench.answers --sets pgdocs
 
-Loads ``bench/data/pgdocs`` as pages (as ``bench.retrieval`` does), asks every judged query
-with no model configured (the extractive mode), plus off-topic questions the manual cannot
-answer, and prints the share answered and refused, and the citation precision: the share
-of cited pages that are judged relevant to the query.
+Each set runs in its own child process and throwaway database (loaded as ``bench.retrieval``
+does). Every judged query is asked with no model configured, plus ten off-topic questions no
+documentation set answers. Prints, per set: the share of answerable questions answered, the
+citation precision (cited pages judged relevant to the query), off-topic questions refused,
+and the answer time; then the same at other similarity floors, so the shipped
+``MIN_SIMILARITY`` is a measured choice. Targets: answered >= 85 %, precision >= 0.8,
+off-topic refused >= 9/10, on every set.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 if not __package__:
     # Run as a file: replace (not prepend to) the script's own folder, where bench/secrets.py
     # would shadow the standard library's `secrets` module.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench.retrieval import load_corpus, load_jsonl, load_qrels
+from bench.retrieval import DATA, load_corpus, load_jsonl, load_qrels
 from bench.scratch import drop_scratch, setup_scratch_django
 
-DATA = Path(__file__).resolve().parent / "data" / "pgdocs"
 OFF_TOPIC = [
     "what is the capital of australia",
     "how do i bake sourdough bread at home",
@@ -35,25 +44,30 @@ OFF_TOPIC = [
     "what time zone is tokyo in",
     "how to negotiate a salary raise",
 ]
+FLOORS = (0.35, 0.40, 0.45, 0.50, 0.55)
 
 
-def main() -> None:
-    name = "brain_eval_answers"
-    setup_scratch_django(name)
+def evaluate(folder: Path) -> dict[str, Any]:
+    """Every judged and off-topic question of one set, at each similarity floor."""
+    database = f"brain_eval_answers_{folder.name}"
+    setup_scratch_django(database)
+    from answers import services
     from answers.services import Refused, extractive
 
-    try:
-        queries = load_jsonl(DATA / "queries.jsonl")
-        qrels = load_qrels(DATA / "qrels.tsv")
-        reader, doc_of_path = load_corpus(load_jsonl(DATA / "corpus.jsonl"))
-        answered = refused = cited = relevant_cited = 0
-        timings = []
+    queries = load_jsonl(folder / "queries.jsonl")
+    qrels = load_qrels(folder / "qrels.tsv")
+    reader, doc_of_path = load_corpus(load_jsonl(folder / "corpus.jsonl"))
+    shipped = services.MIN_SIMILARITY
+    floors: dict[str, dict[str, Any]] = {}
+    for floor in sorted({*FLOORS, shipped}):
+        services.MIN_SIMILARITY = floor
+        answered = cited = relevant_cited = 0
+        timings: list[float] = []
         for query in queries:
             started = time.perf_counter()
             try:
                 outcome = extractive(reader, query["text"])
             except Refused:
-                refused += 1
                 continue
             finally:
                 timings.append(time.perf_counter() - started)
@@ -68,16 +82,47 @@ def main() -> None:
                 extractive(reader, text)
             except Refused:
                 off_refused += 1
-        total = len(queries)
-        share = f"answered {answered} ({answered / total:.0%}), refused {refused} ({refused / total:.0%})"
-        print(f"judged queries: {total}; {share}")
-        precision = relevant_cited / max(cited, 1)
-        print(f"citation precision (cited pages judged relevant): {relevant_cited}/{cited} = {precision:.2f}")
-        print(f"off-topic questions refused: {off_refused}/{len(OFF_TOPIC)}")
-        timings.sort()
-        print(f"extractive answer time p50 {timings[len(timings) // 2] * 1000:.0f} ms")
-    finally:
-        drop_scratch(name)
+        floors[f"{floor:.2f}"] = {
+            "answered": answered / len(queries),
+            "precision": relevant_cited / max(cited, 1),
+            "citations": cited / max(answered, 1),
+            "off_topic_refused": off_refused,
+            "p50_ms": statistics.median(timings) * 1000,
+        }
+    drop_scratch(database)
+    return {"set": folder.name, "queries": len(queries), "shipped": f"{shipped:.2f}", "floors": floors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", default="", help="comma-separated set names under bench/data/ (default: all)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(evaluate(DATA / args.child)))
+        return
+    names = [name for name in args.sets.split(",") if name] or sorted(
+        folder.name for folder in DATA.iterdir() if (folder / "queries.jsonl").exists()
+    )
+    verdicts = []
+    print(f"{'set':<11}{'floor':>7}{'answered':>10}{'precision':>11}{'cites/answer':>14}{'off-topic refused':>19}"
+          f"{'p50':>8}")  # fmt: skip
+    for name in names:
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.answers", "--child", name], check=True, capture_output=True, text=True,
+            cwd=DATA.parent.parent, env={**os.environ, "BRAIN_LOG_LEVEL": "WARNING"},
+        )  # fmt: skip
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        for floor, row in result["floors"].items():
+            mark = "  <- shipped" if floor == result["shipped"] else ""
+            print(f"{name:<11}{floor:>7}{row['answered']:>10.0%}{row['precision']:>11.2f}{row['citations']:>14.2f}"
+                  f"{row['off_topic_refused']:>16}/10{row['p50_ms']:>6.0f}ms{mark}")  # fmt: skip
+        shipped = result["floors"][result["shipped"]]
+        verdicts.append(
+            shipped["answered"] >= 0.85 and shipped["precision"] >= 0.8 and shipped["off_topic_refused"] >= 9
+        )
+    print(f"\ntargets (answered >= 85 %, precision >= 0.8, off-topic >= 9/10) on every set: "
+          f"{'yes' if all(verdicts) else 'NO'}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -148,8 +148,22 @@ class AnswerTests(BrainTestCase):
                 body="# Escalation\n\n## Urgent tickets\n\nUrgent tickets are escalated to the on-call\nengineer "
                      "within fifteen minutes.\n")  # fmt: skip
         found = extractive(self.bob, "When is an urgent ticket escalated to the engineer?")
-        assert found.answer == "Urgent tickets are escalated to the on-call engineer within fifteen minutes."
+        quoted, notice = found.answer.split("\n\n")
+        assert quoted == "Urgent tickets are escalated to the on-call engineer within fifteen minutes."
         assert found.citations == ["topics/support/escalation.md#urgent-tickets"]
+        assert "extractive" in notice
+        assert "LLM_BASE_URL" in notice  # which setting gives a written answer
+
+    def test_the_seed_demo_question_is_answered_from_the_demo_corpus(self) -> None:
+        from django.core.management import call_command
+
+        from grants.models import Member
+
+        call_command("demo_seed", stdout=open("/dev/null", "w"))  # noqa: SIM115
+        alice = Member.objects.get(user__username="alice")  # the one who may read the restricted policy
+        found = extractive(alice, "Who approves a discount above 12%?")
+        assert any(citation.startswith("topics/pricing/discount-policy.md") for citation in found.citations)
+        assert "commercial lead" in found.answer.split("\n\n")[0]
 
     def test_questions_are_validated_and_refused_questions_say_why(self) -> None:
         from django.core.exceptions import ValidationError
