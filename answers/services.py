@@ -44,7 +44,8 @@ COVERAGE_WEIGHT = 0.3  # how much holding the question's own words adds to meani
 ORDER_PENALTY = 0.01  # per place down the search results
 SENTENCE_MARGIN = 0.05  # sentences this close to the best one join it
 MAX_SENTENCES = 3
-SENTENCES_PER_CHUNK = 40
+SENTENCES_PER_CHUNK = 30
+MAX_CANDIDATE_SENTENCES = 120  # embedded per question: ~1 s on two cores
 EXTRACTIVE_NOTICE = (
     "(Quoted from the cited pages: no language model is configured, so this answer is extractive."
     " An administrator can set LLM_BASE_URL and LLM_MODEL for written answers.)"
@@ -121,15 +122,20 @@ def _grounded(citations: list[str], consulted: set[str]) -> list[str]:
     return citations
 
 
-def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
-    """Answer with the sentences of the top chunks the asker can read that say what was asked.
+@dataclass(frozen=True)
+class Scored:
+    """A sentence of a retrieved chunk, how close it is to the question and how well it ranks."""
 
-    Sentences are chosen by meaning (each is embedded and compared with the question) and by
-    coverage (the share of the question's content words it holds), within the chunks search
-    found; a question whose best sentence is not close enough is refused. The answer says it
-    is quoted and which setting gives a written one. Without the embedder, coverage alone
-    decides (at least ``MIN_SUPPORT`` of the question's words).
-    """
+    score: float
+    order: int
+    sentence: str
+    citation: str
+    similarity: float | None  # None when the embedder was unavailable
+
+
+def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[str], list[Scored]]:
+    """(pages retrieved, every candidate sentence scored), best first: the extractive answerer's
+    evidence before its floor is applied (``bench/answers.py`` measures floors on it)."""
     try:
         found = search(principal=asker, query=text, k=RETRIEVE_K).results
     except SearchError as exc:
@@ -141,34 +147,50 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
     for order, result in enumerate(found):
         for sentence in _sentences(result.body)[:SENTENCES_PER_CHUNK]:
             candidates.append((order, sentence, result.path + _anchor(result.heading_path)))
-    if not candidates:
-        raise Refused("nothing you can read answers this question")
+    candidates = candidates[:MAX_CANDIDATE_SENTENCES]
     try:
-        vectors = embeddings.embed([text] + [sentence for _, sentence, _ in candidates])
+        vectors = embeddings.embed([text] + [sentence for _, sentence, _ in candidates]) if candidates else None
     except embeddings.EmbeddingError:
         vectors = None
-    scored: list[tuple[float, int, str, str]] = []
+    scored: list[Scored] = []
     for index, (order, sentence, citation) in enumerate(candidates):
         coverage = len(wanted & _words(sentence)) / len(wanted)
         if vectors is None:
-            if coverage >= MIN_SUPPORT:
-                scored.append((coverage, -order, sentence, citation))
+            scored.append(Scored(coverage, order, sentence, citation, None))
             continue
         similarity = float(vectors[0] @ vectors[index + 1])
-        if similarity >= MIN_SIMILARITY:
-            score = similarity + COVERAGE_WEIGHT * coverage - ORDER_PENALTY * order
-            scored.append((score, -order, sentence, citation))
-    if not scored:
+        score = similarity + COVERAGE_WEIGHT * coverage - ORDER_PENALTY * order
+        scored.append(Scored(score, order, sentence, citation, similarity))
+    scored.sort(key=lambda item: (-item.score, item.order))
+    return sorted({r.path for r in found}), scored
+
+
+def extractive_choose(scored: list[Scored], *, floor: float) -> list[Scored]:
+    """The sentences that answer: those at least ``floor`` similar to the question (without the
+    embedder: holding ``MIN_SUPPORT`` of its words), the best and any within ``SENTENCE_MARGIN``."""
+    eligible = [s for s in scored if (s.similarity >= floor if s.similarity is not None else s.score >= MIN_SUPPORT)]
+    if not eligible:
+        return []
+    return [s for s in eligible[:MAX_SENTENCES] if s.score >= eligible[0].score - SENTENCE_MARGIN]
+
+
+def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
+    """Answer with the sentences of the top chunks the asker can read that say what was asked.
+
+    Sentences are chosen by meaning (each is embedded and compared with the question) and by
+    coverage (the share of the question's content words it holds), within the chunks search
+    found; a question whose best sentence is not close enough is refused. The answer says it
+    is quoted and which setting gives a written one. Without the embedder, coverage alone
+    decides (at least ``MIN_SUPPORT`` of the question's words).
+    """
+    retrieved, scored = scored_sentences(asker, text)
+    best = extractive_choose(scored, floor=MIN_SIMILARITY)
+    if not best:
         raise Refused("nothing you can read answers this question")
-    scored.sort(reverse=True)
-    best = [item for item in scored[:MAX_SENTENCES] if item[0] >= scored[0][0] - SENTENCE_MARGIN]
-    citations = list(dict.fromkeys(citation for *_, citation in best))
-    answer = " ".join(dict.fromkeys(sentence for _, _, sentence, _ in best))
+    citations = list(dict.fromkeys(item.citation for item in best))
+    answer = " ".join(dict.fromkeys(item.sentence for item in best))
     return Outcome(
-        answer=f"{answer}\n\n{EXTRACTIVE_NOTICE}",
-        citations=citations,
-        mode="extractive",
-        retrieved=sorted({r.path for r in found}),
+        answer=f"{answer}\n\n{EXTRACTIVE_NOTICE}", citations=citations, mode="extractive", retrieved=retrieved
     )
 
 

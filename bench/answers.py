@@ -52,42 +52,46 @@ def evaluate(folder: Path) -> dict[str, Any]:
     database = f"brain_eval_answers_{folder.name}"
     setup_scratch_django(database)
     from answers import services
-    from answers.services import Refused, extractive
+    from answers.services import Refused, extractive_choose, scored_sentences
 
     queries = load_jsonl(folder / "queries.jsonl")
     qrels = load_qrels(folder / "qrels.tsv")
     reader, doc_of_path = load_corpus(load_jsonl(folder / "corpus.jsonl"))
     shipped = services.MIN_SIMILARITY
+    floors_tried = sorted({*FLOORS, shipped})
+    # The evidence does not depend on the floor: score every question's sentences once.
+    evidence: list[tuple[str, list[Any], float]] = []
+    for query in queries:
+        started = time.perf_counter()
+        try:
+            _, scored = scored_sentences(reader, query["text"])
+        except Refused:
+            scored = []
+        evidence.append((query["_id"], scored, time.perf_counter() - started))
+    off_topic: list[list[Any]] = []
+    for text in OFF_TOPIC:
+        try:
+            off_topic.append(scored_sentences(reader, text)[1])
+        except Refused:
+            off_topic.append([])
     floors: dict[str, dict[str, Any]] = {}
-    for floor in sorted({*FLOORS, shipped}):
-        services.MIN_SIMILARITY = floor
+    for floor in floors_tried:
         answered = cited = relevant_cited = 0
-        timings: list[float] = []
-        for query in queries:
-            started = time.perf_counter()
-            try:
-                outcome = extractive(reader, query["text"])
-            except Refused:
+        for query_id, scored, _ in evidence:
+            chosen = extractive_choose(scored, floor=floor)
+            if not chosen:
                 continue
-            finally:
-                timings.append(time.perf_counter() - started)
             answered += 1
-            for citation in outcome.citations:
+            for citation in dict.fromkeys(item.citation for item in chosen):
                 cited += 1
                 document = doc_of_path.get(citation.split("#", 1)[0], "")
-                relevant_cited += qrels.get(query["_id"], {}).get(document, 0) > 0
-        off_refused = 0
-        for text in OFF_TOPIC:
-            try:
-                extractive(reader, text)
-            except Refused:
-                off_refused += 1
+                relevant_cited += qrels.get(query_id, {}).get(document, 0) > 0
         floors[f"{floor:.2f}"] = {
             "answered": answered / len(queries),
             "precision": relevant_cited / max(cited, 1),
             "citations": cited / max(answered, 1),
-            "off_topic_refused": off_refused,
-            "p50_ms": statistics.median(timings) * 1000,
+            "off_topic_refused": sum(1 for scored in off_topic if not extractive_choose(scored, floor=floor)),
+            "p50_ms": statistics.median(seconds for *_, seconds in evidence) * 1000,
         }
     drop_scratch(database)
     return {"set": folder.name, "queries": len(queries), "shipped": f"{shipped:.2f}", "floors": floors}

@@ -125,11 +125,17 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("rrf / and", {"fusion": "rrf", "lexical_mode": "and"}),
     ("rrf", {"fusion": "rrf", "lexical_mode": "any"}),
     ("weighted_rrf 1:0.5", {"fusion": "weighted_rrf", "weights": (1.0, 0.5), "lexical_mode": "any"}),
-    ("weighted_rrf 1:2", {"fusion": "weighted_rrf", "weights": (1.0, 2.0), "lexical_mode": "any"}),
+    ("weighted_rrf 1:0.3", {"fusion": "weighted_rrf", "weights": (1.0, 0.3), "lexical_mode": "any"}),
     ("score 1:1", {"fusion": "score", "weights": (1.0, 1.0), "lexical_mode": "any"}),
     ("score 1:0.5", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any"}),
-    ("zscore 1:1", {"fusion": "zscore", "weights": (1.0, 1.0), "lexical_mode": "any"}),
+    ("score 1:0.3", {"fusion": "score", "weights": (1.0, 0.3), "lexical_mode": "any"}),
     ("zscore 1:0.5", {"fusion": "zscore", "weights": (1.0, 0.5), "lexical_mode": "any"}),
+    ("zscore 1:0.3", {"fusion": "zscore", "weights": (1.0, 0.3), "lexical_mode": "any"}),
+    # ADAPTIVE: the lexical weight scales with how many top pages the arms share.
+    ("rrf adaptive", {"fusion": "weighted_rrf", "weights": (1.0, 1.0), "lexical_mode": "any", "adaptive": True}),
+    ("score adaptive", {"fusion": "score", "weights": (1.0, 1.0), "lexical_mode": "any", "adaptive": True}),
+    ("score 1:0.5 adaptive", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any", "adaptive": True}),
+    ("zscore 1:0.5 adaptive", {"fusion": "zscore", "weights": (1.0, 0.5), "lexical_mode": "any", "adaptive": True}),
 ]
 ARMS = ("lexical any", "lexical and", "semantic")
 DATA = Path(__file__).resolve().parent / "data"
@@ -149,8 +155,11 @@ def evaluate(folder: Path) -> list[dict[str, Any]]:
     queries = load_jsonl(folder / "queries.jsonl")
     qrels = load_qrels(folder / "qrels.tsv")
     reader, doc_of_path = load_corpus(documents)
+    from corpus.lexemes import lexeme_statistics_refresh
+
+    lexeme_statistics_refresh(force=True)  # what beat does after a load: the lexical arm's statistics
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE corpus_chunk")  # what autovacuum does after a load: the term statistics
+        cursor.execute("ANALYZE")  # and autovacuum: the planner's
     print(f"{folder.name}: {len(queries)} queries", file=sys.stderr)
 
     # BM25 over the same chunks; a page's score is its best chunk's.
@@ -282,7 +291,11 @@ def _default_name() -> str:
     fusion, lexical_mode = str(config["FUSION"]), str(config["LEXICAL"])
     weights = (float(config["SEMANTIC_WEIGHT"]), float(config["LEXICAL_WEIGHT"]))
     for name, options in CONFIGS:
-        same = options.get("fusion") == fusion and options.get("lexical_mode") == lexical_mode
+        same = (
+            options.get("fusion") == fusion
+            and options.get("lexical_mode") == lexical_mode
+            and bool(options.get("adaptive", False)) == bool(config["ADAPTIVE"])
+        )
         if same and (fusion == "rrf" or options.get("weights") == weights):
             return name
     return f"{fusion} / {lexical_mode}"

@@ -188,6 +188,19 @@ class RevisionChunk(models.Model):
         return f"{self.revision_id}#{self.ordinal}"
 
 
+class LexemeStatistic(models.Model):
+    """How many chunks of live, ordinary-sensitivity pages hold each lexeme: the lexical arm's
+    inverse document frequencies (``corpus.lexemes``, refreshed on beat). The row whose lexeme
+    is empty holds how many chunks were counted. Restricted and secret pages are left out, so
+    their words never shape anyone's ranking."""
+
+    lexeme = models.TextField(primary_key=True)
+    chunks = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.lexeme or '(all)'}: {self.chunks}"
+
+
 class Source(models.Model):
     """A capture that claims point at: a document, a ticket, an interview, a web page, a note.
 

@@ -82,11 +82,13 @@ class SearchResponse:
 
 def search_settings() -> dict[str, Any]:
     defaults: dict[str, Any] = {
-        "FUSION": "rrf",
+        # Measured on four judged sets (make bench-retrieval, docs/search.md).
+        "FUSION": "weighted_rrf",
         "LEXICAL": "any",
+        "ADAPTIVE": False,
         "RRF_K": 60,
         "SEMANTIC_WEIGHT": 1.0,
-        "LEXICAL_WEIGHT": 1.0,
+        "LEXICAL_WEIGHT": 0.3,
         "CANDIDATES": 40,
         "PER_PAGE": 2,
         "EF_SEARCH": 100,
@@ -210,9 +212,12 @@ class LexicalQuery:
 
 
 LEXICAL_MODES = ("and", "any")
+ADAPTIVE_TOP = 10  # with ADAPTIVE: the lexical weight scales with the two arms' shared top pages
+ADAPTIVE_FLOOR = 0.2
 # Terms in more than this share of chunks only rank, never match: "how", "use", "table"
 # would otherwise make half the corpus a candidate of every question.
-COMMON_TERM_SHARE = 0.05
+COMMON_TERM_SHARE = 0.01  # 5 % cost 3x the fused p95 at 100k chunks (docs/search.md)
+COMMON_TERM_CHUNKS = 200  # ... and in more chunks than this (a small corpus has no common words)
 MAX_TERMS = 12
 
 
@@ -222,8 +227,9 @@ def lexical_query(query: str, mode: str = "any") -> LexicalQuery | None:
     ``and`` (websearch semantics: every word, "phrases", -exclusions) ranked by ``ts_rank``.
     ``any``: a chunk matches any rare-enough query term and is scored like BM25 — each term's
     inverse document frequency times its saturating, length-normalised frequency in the chunk
-    (``ts_rank`` of that term) — so covering more and rarer terms ranks higher; the terms and
-    weights come from ``brain_lexical_query`` (migration corpus 0015) in the same statement.
+    (``ts_rank`` of that term) — so covering more and rarer terms ranks higher, and a chunk
+    holding every rare term counts double (an AND inside the OR); the terms and weights come
+    from ``brain_lexical_query`` (migration corpus 0016) in the same statement.
     A query with quotes or a -exclusion keeps the ``and`` semantics its author asked for, and
     so does one with CJK runs (their bigrams must all match).
     """
@@ -235,10 +241,11 @@ def lexical_query(query: str, mode: str = "any") -> LexicalQuery | None:
         sql, params = strict
         return LexicalQuery(f"(SELECT {sql} AS query)", params, "ts_rank(c.search_vector, q.query, 1)")
     return LexicalQuery(
-        "(SELECT m.match AS query, m.terms, m.weights FROM brain_lexical_query(%s, %s, %s) m)",
-        [latin, COMMON_TERM_SHARE, MAX_TERMS],
+        "(SELECT m.match AS query, m.every, m.terms, m.weights FROM brain_lexical_query(%s, %s, %s, %s) m)",
+        [latin, COMMON_TERM_SHARE, COMMON_TERM_CHUNKS, MAX_TERMS],
         "(SELECT sum(w.weight * ts_rank(c.search_vector, w.term, 1))"
-        " FROM unnest(q.terms, q.weights) AS w(term, weight))",
+        " FROM unnest(q.terms, q.weights) AS w(term, weight))"
+        " * CASE WHEN c.search_vector @@ q.every THEN 2 ELSE 1 END",
     )
 
 
@@ -386,6 +393,13 @@ def _fuse(
         if ranked:
             arms[arm] = [(key, candidates[key].raws[arm]) for _, key in ranked]
     weights = {"semantic": float(config["SEMANTIC_WEIGHT"]), "lexical": float(config["LEXICAL_WEIGHT"])}
+    if config.get("ADAPTIVE") and "semantic" in arms and "lexical" in arms:
+        # The arms' agreement decides how much the lexical arm may reorder: when its best
+        # pages are not among the semantic arm's, its matches are mostly shared ordinary
+        # words (long questions), and meaning should lead (docs/search.md).
+        top = {arm: {candidates[key].path for key, _ in ranked[:ADAPTIVE_TOP]} for arm, ranked in arms.items()}
+        agreement = len(top["semantic"] & top["lexical"]) / ADAPTIVE_TOP
+        weights["lexical"] *= max(ADAPTIVE_FLOOR, min(1.0, agreement * 2))
     fused = fusion.fuse(arms, method=method, weights=weights, rrf_k=float(config["RRF_K"]))
     scored = [(score, candidates[key]) for key, score in fused.items()]
     scored.sort(key=lambda item: (-item[0], item[1].path, item[1].heading_path))
@@ -448,6 +462,7 @@ def search(
     weights: tuple[float, float] | None = None,
     arms: tuple[str, ...] = ("semantic", "lexical"),
     lexical_mode: str | None = None,
+    adaptive: bool | None = None,
 ) -> SearchResponse:
     """Search the live corpus as ``principal`` sees it.
 
@@ -460,6 +475,8 @@ def search(
     config = search_settings()
     if weights is not None:
         config["SEMANTIC_WEIGHT"], config["LEXICAL_WEIGHT"] = weights
+    if adaptive is not None:
+        config["ADAPTIVE"] = adaptive
     if not arms or set(arms) - {"semantic", "lexical"}:
         raise SearchError("arms must be 'semantic' and/or 'lexical'")
     method = fusion or str(config["FUSION"])
