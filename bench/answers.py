@@ -14,11 +14,7 @@ off-topic refused >= 9/10, on every set.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,7 +25,7 @@ if not __package__:
     # would shadow the standard library's `secrets` module.
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from bench.retrieval import DATA, load_corpus, load_jsonl, load_qrels
+from bench.retrieval import each_set, load_corpus, load_jsonl, load_qrels
 from bench.scratch import drop_scratch, setup_scratch_django
 
 OFF_TOPIC = [
@@ -98,25 +94,11 @@ def evaluate(folder: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="", help="comma-separated set names under bench/data/ (default: all)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(evaluate(DATA / args.child)))
-        return
-    names = [name for name in args.sets.split(",") if name] or sorted(
-        folder.name for folder in DATA.iterdir() if (folder / "queries.jsonl").exists()
-    )
-    verdicts = []
-    print(f"{'set':<11}{'floor':>7}{'answered':>10}{'precision':>11}{'cites/answer':>14}{'off-topic refused':>19}"
-          f"{'p50':>8}")  # fmt: skip
-    for name in names:
-        out = subprocess.run(
-            [sys.executable, "-m", "bench.answers", "--child", name], check=True, capture_output=True, text=True,
-            cwd=DATA.parent.parent, env={**os.environ, "BRAIN_LOG_LEVEL": "WARNING"},
-        )  # fmt: skip
-        result = json.loads(out.stdout.strip().splitlines()[-1])
+    verdicts: list[bool] = []
+    for name, result in each_set("bench.answers", __doc__, evaluate):
+        if not verdicts:
+            print(f"{'set':<11}{'floor':>7}{'answered':>10}{'precision':>11}{'cites/answer':>14}"
+                  f"{'off-topic refused':>19}{'p50':>8}")  # fmt: skip
         for floor, row in result["floors"].items():
             mark = "  <- shipped" if floor == result["shipped"] else ""
             print(f"{name:<11}{floor:>7}{row['answered']:>10.0%}{row['precision']:>11.2f}{row['citations']:>14.2f}"
@@ -125,8 +107,9 @@ def main() -> None:
         verdicts.append(
             shipped["answered"] >= 0.85 and shipped["precision"] >= 0.8 and shipped["off_topic_refused"] >= 9
         )
-    print(f"\ntargets (answered >= 85 %, precision >= 0.8, off-topic >= 9/10) on every set: "
-          f"{'yes' if all(verdicts) else 'NO'}")  # fmt: skip
+    if verdicts:
+        print(f"\ntargets (answered >= 85 %, precision >= 0.8, off-topic >= 9/10) on every set: "
+              f"{'yes' if all(verdicts) else 'NO'}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -257,25 +257,35 @@ def print_summary(results: dict[str, list[dict[str, Any]]], default: str) -> Non
     print(f"mean nDCG@10: default {now:.3f} vs the default before (rrf / and) {before:.3f}: {now - before:+.3f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def each_set(module: str, doc: str | None, evaluate_one: Any) -> Any:
+    """The command line every judged-set bench shares: ``--sets a,b`` (default: every folder
+    under bench/data/ with queries), each evaluated by ``python -m <module> --child <set>`` in
+    its own process (its own scratch database). Yields (set name, the child's JSON result)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="", help="comma-separated set names under bench/data/ (default: all)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(evaluate(DATA / args.child)))
+        print(json.dumps(evaluate_one(DATA / args.child)))
         return
     names = [name for name in args.sets.split(",") if name] or sorted(
         folder.name for folder in DATA.iterdir() if (folder / "queries.jsonl").exists()
     )
-    results: dict[str, list[dict[str, Any]]] = {}
     for name in names:
         out = subprocess.run(
-            [sys.executable, "-m", "bench.retrieval", "--child", name], check=True, capture_output=True, text=True,
+            [sys.executable, "-m", module, "--child", name], check=True, capture_output=True, text=True,
             cwd=DATA.parent.parent, env={**os.environ, "BRAIN_LOG_LEVEL": "WARNING"},
         )  # fmt: skip
-        results[name] = json.loads(out.stdout.strip().splitlines()[-1])
-        print_set(results[name])
+        yield name, json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name, rows in each_set("bench.retrieval", __doc__, evaluate):
+        results[name] = rows
+        print_set(rows)
+    if not results:
+        return
     print_summary(results, default=_default_name())
 
 
