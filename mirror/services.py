@@ -152,7 +152,7 @@ def _run(mirror: Mirror) -> Outcome:
     head = cache.remote_head(remote) or ""
     mirror.remote_sha_seen = head
     if head != mirror.pushed_sha:
-        if head and mirror.pushed_sha and cache.has_commit(head) and cache.first_parent(head) == mirror.pushed_sha:
+        if head and cache.has_commit(head) and (cache.first_parent(head) or "") == mirror.pushed_sha:
             # Our own last push, whose record was lost with its transaction: carry on from it,
             # re-reading the whole tree (the manifest is of the commit before).
             mirror.pushed_sha = head

@@ -226,6 +226,11 @@ class LocalBareRepositoryTests(MirrorTestCase):
         assert outcome.commit == ""
         assert Mirror.objects.get(pk=mirror.pk).pushed_sha == second
         self.assert_mirror_is_the_export()
+        # Even the very first push: its commit has no parent, the record said "never pushed".
+        Mirror.objects.filter(pk=mirror.pk).update(pushed_sha="", state="new")
+        git("update-ref", "refs/heads/main", first, cwd=self.remote)  # the remote as after that first push
+        assert mirror_run(mirror_id=mirror.pk).state == "ok"
+        assert git("rev-parse", "main", cwd=self.remote).strip() != first  # carried on: a new commit on it
 
     def test_a_branch_that_already_has_history_is_not_taken_over(self) -> None:
         with tempfile.TemporaryDirectory() as scratch:
