@@ -316,19 +316,20 @@ def _candidates(
         params += [vector, vector, limit]
     if tsquery is not None:
         # Two stages: the matching chunks by plain ts_rank (one call a row), then the best
-        # few hundred rescored by the arm's own score (one ts_rank per query term).
+        # few hundred rescored by the arm's own score (one ts_rank per query term). Both read
+        # the query's terms from "lex", computed once per statement.
         arms.append(
             f"""(SELECT 'lexical' AS arm, l.chunk_id, l.score AS raw,
                    row_number() OVER (ORDER BY l.score DESC, l.chunk_id) AS rank
-              FROM (SELECT f.chunk_id, {tsquery.score.replace("c.search_vector", "f.search_vector")} AS score
+              FROM (SELECT c.chunk_id, {tsquery.score} AS score
                       FROM (SELECT c.id AS chunk_id, c.search_vector
-                              FROM corpus_chunk c, {tsquery.source} q0
-                             WHERE c.search_vector @@ q0.query AND {live}
-                             ORDER BY ts_rank(c.search_vector, q0.query, 1) DESC, c.id LIMIT %s) f,
-                           {tsquery.source} q
-                     ORDER BY score DESC, f.chunk_id LIMIT %s) l)"""
+                              FROM corpus_chunk c, lex q
+                             WHERE c.search_vector @@ q.query AND {live}
+                             ORDER BY ts_rank(c.search_vector, q.query, 1) DESC, c.id LIMIT %s) c,
+                           lex q
+                     ORDER BY score DESC, c.chunk_id LIMIT %s) l)"""
         )
-        params += [*tsquery.params, max(limit * 5, 200), *tsquery.params, limit]
+        params += [max(limit * 5, 200), limit]
     if not arms:
         return []
     sql = f"""
@@ -341,6 +342,7 @@ def _candidates(
                  SELECT (SELECT count(*) FROM vis) <= LEAST(
                             %s, CASE WHEN %s >= 1 OR r.t < 0 THEN %s ELSE GREATEST(1, %s * r.t) END) AS exact
                    FROM (SELECT reltuples AS t FROM pg_class WHERE oid = 'corpus_page'::regclass) r),
+             {f"lex AS MATERIALIZED ({tsquery.source})," if tsquery is not None else ""}
              candidates AS ({" UNION ALL ".join(arms)})
         SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank,
                p.path, p.title, p.type, p.category, c.heading_path, c.body
@@ -351,7 +353,8 @@ def _candidates(
                         OFFSET 0) live ON true
           JOIN corpus_page p ON p.current_revision_id = live.revision_id
     """
-    params = [*visible_params, exact_pages, exact_fraction, exact_pages, exact_fraction, *params]
+    lex_params = tsquery.params if tsquery is not None else []
+    params = [*visible_params, exact_pages, exact_fraction, exact_pages, exact_fraction, *lex_params, *params]
     with transaction.atomic(), connection.cursor() as cursor:
         # For this transaction only, in one round trip:
         # - iterative index scans: keep walking the HNSW graph until LIMIT rows pass the
