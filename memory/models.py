@@ -73,6 +73,13 @@ class Memory(models.Model):
     content = models.TextField()
     tags = ArrayField(models.CharField(max_length=MAX_TAG_LENGTH), default=list, blank=True, size=MAX_TAGS)
     source = models.CharField(max_length=200, blank=True, default="")
+    # The key of the thing an import or capture path made this memory from ("obsidian:<vault>/<path>",
+    # "ics:<uid>", "email:<message-id>", …): unique per author, so a re-import updates instead of
+    # adding. Empty for memories written directly.
+    origin = models.CharField(max_length=300, blank=True, default="")
+    # When what an episodic memory records happened (a calendar event's start, a mail's date);
+    # null means "when it was captured". Time filters in recall read this first.
+    occurred_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     importance = models.PositiveSmallIntegerField(default=3)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SEMANTIC)
@@ -110,9 +117,13 @@ class Memory(models.Model):
             models.CheckConstraint(
                 condition=Q(volatility__in=["durable", "state", "volatile"]), name="memory_volatility"
             ),
+            models.UniqueConstraint(
+                fields=["author", "origin"], condition=~Q(origin=""), name="memory_origin_unique_per_author"
+            ),
         ]
         indexes = [
             models.Index(fields=["workspace", "author", "-created_at"], name="memory_layer_recent"),
+            models.Index(fields=["workspace", "-updated_at"], name="memory_layer_changed"),
             GinIndex(name="memory_tags_gin", fields=["tags"]),
             GinIndex(name="memory_search_vector_gin", fields=["search_vector"]),
             HnswIndex(
@@ -181,14 +192,109 @@ class MemoryEvent(models.Model):
         return f"{self.action} {self.memory_id}"
 
 
+class InsightDelivery(models.TextChoices):
+    DASHBOARD = "dashboard"  # shown on the memory dashboard only
+    EMAIL = "email"  # also mailed (Django's mail backend) to the member's address
+    SLACK = "slack"  # also sent as a Slack DM (needs a linked Slack user and the bot token)
+
+
 class MemoryPreference(models.Model):
-    """A member's own memory settings: where their captures land by default."""
+    """A member's own memory settings: capture defaults, weekly insights, the inbound mail address.
+
+    An empty ``default_workspace`` means "the team's default" (``TeamMemorySettings``).
+    """
 
     member = models.OneToOneField(Member, on_delete=models.CASCADE, related_name="memory_preference")
-    default_workspace = models.CharField(max_length=16, choices=Workspace.choices, default=Workspace.PERSONAL)
+    default_workspace = models.CharField(max_length=16, choices=Workspace.choices, blank=True, default="")
+    # Added to every memory this member captures (through any path), after the caller's own tags.
+    default_tags = ArrayField(models.CharField(max_length=MAX_TAG_LENGTH), default=list, blank=True, size=16)
+    weekly_insights = models.BooleanField(default=False)
+    insights_delivery = models.CharField(
+        max_length=16, choices=InsightDelivery.choices, default=InsightDelivery.DASHBOARD
+    )
+    # The secret part of the member's inbound address (memory+<token>@BRAIN_INBOUND_DOMAIN);
+    # null until they turn mail capture on. Rotating it retires the old address.
+    inbound_token = models.CharField(max_length=40, unique=True, null=True, blank=True)
 
     def __str__(self) -> str:
-        return f"{self.member}: {self.default_workspace}"
+        return f"{self.member}: {self.default_workspace or 'team default'}"
+
+
+class TeamMemorySettings(models.Model):
+    """The brain's memory defaults, one row (pk 1), changed by an administrator.
+
+    ``default_workspace`` empty means ``BRAIN_MEMORY_DEFAULT_WORKSPACE`` (the deployment's
+    setting) still decides.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    default_workspace = models.CharField(max_length=16, choices=Workspace.choices, blank=True, default="")
+    default_tags = ArrayField(models.CharField(max_length=MAX_TAG_LENGTH), default=list, blank=True, size=16)
+    # A weekly summary of the shared layer, shown to every member on the dashboard and added to
+    # the digests of members who receive their own.
+    shared_insights = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "team memory settings"
+        verbose_name_plural = "team memory settings"
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="team_memory_settings_singleton")]
+
+    def __str__(self) -> str:
+        return "Team memory settings"
+
+
+class MemoryInsight(models.Model):
+    """One week's summary of one layer: a member's personal layer, or (member null) the shared layer.
+
+    ``summary`` is the deterministic record (counts and memory ids); ``text`` the prose shown
+    and delivered. Written by ``memory.insights`` once per layer and week.
+    """
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    week_start = models.DateField()
+    summary = models.JSONField(default=dict)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivery_error = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        ordering = ["-week_start"]
+        constraints = [
+            models.UniqueConstraint(fields=["member", "week_start"], name="memory_insight_once_a_week"),
+            models.UniqueConstraint(
+                fields=["week_start"], condition=Q(member__isnull=True), name="memory_shared_insight_once_a_week"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"insight {self.week_start} ({self.member_id or 'shared'})"
+
+
+class CalendarSubscription(models.Model):
+    """An ICS URL a member subscribed to; ``memory.calendars`` refreshes it on a beat.
+
+    Events become episodic memories (origin ``ics:<uid>[:<recurrence>]``) in ``workspace``.
+    """
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="calendar_subscriptions")
+    name = models.CharField(max_length=80)
+    url = models.URLField(max_length=2000)
+    workspace = models.CharField(max_length=16, choices=Workspace.choices, blank=True, default="")
+    etag = models.CharField(max_length=200, blank=True, default="")
+    last_modified = models.CharField(max_length=100, blank=True, default="")
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=300, blank=True, default="")
+    events_seen = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [models.UniqueConstraint(fields=["member", "url"], name="calendar_subscription_once")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.member})"
 
 
 PERSONAL_TOKEN_SCOPES = ("memory", "corpus:read", "sources:write", "builds:write")

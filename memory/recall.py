@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Value
+from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Q, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -195,10 +195,12 @@ def memory_recall(
         base = base.filter(workspace=workspace)
     if tag:
         base = base.filter(tags__contains=[normalise(tag).strip().lower()])
+    # A memory's time is when it happened (a calendar event, a mail) where known, else when it
+    # was captured.
     if after:
-        base = base.filter(created_at__gte=after)
+        base = base.filter(Q(occurred_at__gte=after) | Q(occurred_at__isnull=True, created_at__gte=after))
     if before:
-        base = base.filter(created_at__lt=before)
+        base = base.filter(Q(occurred_at__lt=before) | Q(occurred_at__isnull=True, created_at__lt=before))
     if kind:
         base = base.filter(kind=kind)
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -43,6 +43,7 @@ from memory.models import (
     MemoryPreference,
     Provenance,
     Status,
+    TeamMemorySettings,
     Workspace,
 )
 
@@ -58,10 +59,11 @@ CONTRADICTION_TAG = "contradiction-resolved"
 
 @dataclass
 class Capture:
-    """What ``memory_remember`` did: ``stored``, ``flagged`` (stored, a near-duplicate) or ``duplicate``."""
+    """What a capture did: ``stored``, ``flagged`` (stored, a near-duplicate) or ``duplicate``; and for a
+    capture with an origin seen before (``memory_capture_from``): ``updated`` or ``unchanged``."""
 
     memory: Memory
-    outcome: Literal["stored", "flagged", "duplicate"]
+    outcome: Literal["stored", "flagged", "duplicate", "updated", "unchanged"]
     duplicate_of: Memory | None = None
     similarity: float | None = None
     links: list[MemoryLink] = field(default_factory=list)
@@ -79,10 +81,34 @@ def workspace_value(workspace: str | None) -> str | None:
     return workspace
 
 
+@dataclass(frozen=True)
+class CaptureDefaults:
+    """Where a member's captures land and which tags they carry unless the caller says otherwise."""
+
+    workspace: str
+    tags: list[str]
+
+
+def capture_defaults(member: Member) -> CaptureDefaults:
+    """The member's own defaults, else the team's (``TeamMemorySettings``), else the deployment's setting.
+
+    Tags add up: the team's default tags, then the member's.
+    """
+    preference = MemoryPreference.objects.filter(member=member).values("default_workspace", "default_tags").first()
+    team = TeamMemorySettings.objects.filter(pk=1).values("default_workspace", "default_tags").first()
+    workspace = (
+        (preference or {}).get("default_workspace")
+        or (team or {}).get("default_workspace")
+        or getattr(settings, "BRAIN_MEMORY_DEFAULT_WORKSPACE", None)
+        or Workspace.PERSONAL
+    )
+    tags = [*((team or {}).get("default_tags") or []), *((preference or {}).get("default_tags") or [])]
+    return CaptureDefaults(workspace=workspace, tags=list(dict.fromkeys(tags)))
+
+
 def default_workspace(member: Member) -> str:
-    """The member's default, else the brain's setting, else personal."""
-    preference = MemoryPreference.objects.filter(member=member).values_list("default_workspace", flat=True).first()
-    return preference or getattr(settings, "BRAIN_MEMORY_DEFAULT_WORKSPACE", None) or Workspace.PERSONAL
+    """The layer a capture lands in when the caller names none (see ``capture_defaults``)."""
+    return capture_defaults(member).workspace
 
 
 def _clean_content(content: Any, *, where: str = "content") -> str:
@@ -170,8 +196,15 @@ def memory_remember(
     importance: int | None = None,
     kind: str | None = None,
     volatility: str | None = None,
+    origin: str = "",
+    occurred_at: dt.datetime | None = None,
 ) -> Capture:
     """Capture one memory through the pipeline.
+
+    The member's capture defaults apply (``capture_defaults``): the layer when none is named,
+    and the default tags always. ``origin`` (an import path's key, unique per author) and
+    ``occurred_at`` (when an episodic memory happened) are stored as given; to update an
+    earlier import of the same thing use ``memory_capture_from``.
 
     Duplicate check on the content's embedding within the target layer: similarity ≥ 0.95
     stores nothing and returns the existing memory; ≥ 0.85 stores it tagged
@@ -184,8 +217,9 @@ def memory_remember(
     """
     _require_member(actor)
     text = _clean_content(content)
-    parsed = normalise_tags(tags, text)
-    layer = workspace_value(workspace) or default_workspace(actor)
+    defaults = capture_defaults(actor)
+    parsed = normalise_tags([*(tags or []), *defaults.tags] if isinstance(tags, list | None) else tags, text)
+    layer = workspace_value(workspace) or defaults.workspace
     if importance is not None and (not isinstance(importance, int) or not 1 <= importance <= 5):
         raise MemoryInvalid("importance must be an integer from 1 to 5")
     if kind is not None and kind not in Kind.values:
@@ -195,6 +229,11 @@ def memory_remember(
     if not isinstance(source, str) or len(source) > 200:
         raise MemoryInvalid("source must be text of at most 200 characters")
     refuse(source, field="source")
+    if not isinstance(origin, str) or len(origin) > 300:
+        raise MemoryInvalid("origin must be text of at most 300 characters")
+    refuse(origin, field="origin")
+    if occurred_at is not None and not isinstance(occurred_at, dt.datetime):
+        raise MemoryInvalid("occurred_at must be a date and time")
     vector, model = _embed(text)
 
     with transaction.atomic():
@@ -210,6 +249,8 @@ def memory_remember(
             content=text,
             tags=stored_tags[:64],
             source=source,
+            origin=origin,
+            occurred_at=occurred_at,
             status=parsed.status or Status.DRAFT,
             importance=importance or classify_importance(text, parsed.tags),
             kind=kind or classify_kind(text),
@@ -230,6 +271,65 @@ def memory_remember(
             similarity=top[1] if flagged and top else None,
             links=links,
         )
+
+
+def memory_capture_from(
+    *,
+    actor: Member,
+    origin: str,
+    content: str,
+    source: str,
+    tags: list[str] | None = None,
+    workspace: str | None = None,
+    kind: str | None = None,
+    occurred_at: dt.datetime | None = None,
+) -> Capture:
+    """Capture what an import or capture path found at ``origin``, or update what it found before.
+
+    ``origin`` is the path's key for the thing (``obsidian:<vault>/<file>``, ``ics:<uid>``,
+    ``email:<message-id>``…), unique per author. The first time, this is ``memory_remember``
+    (the whole pipeline: scanner, defaults, duplicate check, classification, links). Later:
+    ``unchanged`` when content, occurred time and tags are as imported, else ``updated`` —
+    the content is replaced, tags are added (tags a person added in the brain stay), the
+    layer is left where the person may have moved it.
+    """
+    _require_member(actor)
+    if not isinstance(origin, str) or not origin.strip():
+        raise MemoryInvalid("origin must be non-empty text")
+    for _attempt in range(2):
+        existing = Memory.objects.filter(author=actor, origin=origin).values_list("pk", flat=True).first()
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    return memory_remember(
+                        actor=actor, content=content, tags=tags, workspace=workspace, source=source,
+                        kind=kind, origin=origin, occurred_at=occurred_at,
+                    )  # fmt: skip
+            except IntegrityError:
+                continue  # the same origin imported concurrently: update what the other call stored
+        return _update_from_origin(actor, existing, content=content, tags=tags, occurred_at=occurred_at)
+    raise MemoryInvalid(f"origin {origin!r} is being imported by another request; try again")
+
+
+def _update_from_origin(
+    actor: Member, memory_id: Any, *, content: str, tags: list[str] | None, occurred_at: dt.datetime | None
+) -> Capture:
+    text = _clean_content(content)
+    parsed = normalise_tags([*(tags or []), *capture_defaults(actor).tags], text)
+    with transaction.atomic():
+        memory = editable(actor, memory_id)
+        merged = list(dict.fromkeys([*memory.tags, *parsed.tags]))[:64]
+        if memory.content == text and memory.tags == merged and memory.occurred_at == occurred_at:
+            return Capture(memory=memory, outcome="unchanged")
+        changed_content = memory.content != text
+        memory.content, memory.tags, memory.occurred_at = text, merged, occurred_at
+        if changed_content:
+            _reembed(memory)
+        else:
+            _index(memory)
+        memory.save()
+        _event(memory, actor, MemoryEvent.Action.UPDATED, content=changed_content, tags=True, origin=True)
+        return Capture(memory=memory, outcome="updated")
 
 
 def _queue_verdict(new: Memory, old: Memory, similarity: float) -> None:
