@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
@@ -327,17 +328,31 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
         hit(principal_key=f"member:{member.pk}", rate_class="import", cost=len(records))
     except RateLimited as limited:
         return 429, {"retry_after": limited.retry_after}
-    results = []
-    for number, record in enumerate(records, start=1):
-        try:
-            result = memory_remember(
-                actor=member, content=record["content"], tags=record.get("tags"), workspace=record.get("workspace"),
-                source=record.get("source") or "", importance=record.get("importance"), kind=record.get("kind"),
-                volatility=record.get("volatility"),
-            )  # fmt: skip
-            if record.get("status") and record["status"] != result.memory.status and result.outcome != "duplicate":
-                memory_set_status(actor=member, memory_id=result.memory.pk, status=record["status"])
+    results: list[dict[str, Any]] = []
+    refused: list[str] = []
+    # All or nothing: every record goes through the pipeline inside one transaction, and one
+    # refusal (a secret, a bad field) rolls every stored line back.
+    with transaction.atomic():
+        for number, record in enumerate(records, start=1):
+            try:
+                with transaction.atomic():
+                    result = memory_remember(
+                        actor=member, content=record["content"], tags=record.get("tags"),
+                        workspace=record.get("workspace"), source=record.get("source") or "",
+                        importance=record.get("importance"), kind=record.get("kind"),
+                        volatility=record.get("volatility"),
+                    )  # fmt: skip
+                    wanted = record.get("status")
+                    if wanted and wanted != result.memory.status and result.outcome != "duplicate":
+                        memory_set_status(actor=member, memory_id=result.memory.pk, status=wanted)
+            except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
+                refused.append(f"line {number}: {invalid}")
+                continue
             results.append({"line": number, "outcome": result.outcome, "id": str(result.memory.pk)})
-        except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
-            results.append({"line": number, "outcome": "refused", "error": str(invalid)})
+        if refused:
+            transaction.set_rollback(True)
+    if refused:
+        refusal = error_body("invalid", "nothing was imported")
+        refusal["error"]["lines"] = refused
+        return 400, refusal
     return 200, {"results": results}

@@ -214,7 +214,8 @@ class CapsuleTests(TestCase):
         )
         answer = self.client.post("/api/memory/import", data=line, content_type="application/x-ndjson",
                                   HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
-        assert answer.json()["results"][0]["outcome"] == "refused"
+        assert answer.status_code == 400
+        assert answer.json()["error"]["lines"][0].startswith("line 1:")
         assert self.core().payload["populated"] is False
 
     def test_content_normalisation(self) -> None:

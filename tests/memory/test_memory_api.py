@@ -111,6 +111,23 @@ class MemoryApiTests(TestCase):
         assert broken.json()["error"]["lines"] == ["line 3: not JSON"]
         assert Memory.objects.filter(author=self.bob).count() == 2  # nothing half imported
 
+    def test_an_import_with_one_line_the_pipeline_refuses_stores_nothing(self) -> None:
+        # Every line parses, but the pipeline refuses line 2 (a secret) and line 4 (a bad kind):
+        # lines 1 and 3 were already stored inside the request's transaction and are rolled back.
+        payload = "\n".join(json.dumps(record) for record in (
+            {"content": "Payroll runs on the 25th."},
+            {"content": "the deploy key is AKIAIOSFODNN7EXAMPLE"},
+            {"content": "Office closes at 6pm on Fridays."},
+            {"content": "Retros are fortnightly.", "kind": "weekly"},
+        ))  # fmt: skip
+        answer = self.api("bob", "post", "import", payload, content_type="application/x-ndjson")
+        assert answer.status_code == 400
+        assert answer.json()["error"]["message"] == "nothing was imported"
+        lines = answer.json()["error"]["lines"]
+        assert [line.split(":")[0] for line in lines] == ["line 2", "line 4"]
+        assert "AKIA" not in json.dumps(answer.json())
+        assert not Memory.objects.filter(author=self.bob).exists()
+
     def test_tokens_are_stored_hashed_and_stop_working_when_revoked(self) -> None:
         row = MemoryApiToken.objects.get(member=self.alice)
         assert self.tokens["alice"] not in (row.token_hash, row.prefix)
