@@ -329,7 +329,7 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
     except RateLimited as limited:
         return 429, {"retry_after": limited.retry_after}
     results: list[dict[str, Any]] = []
-    refused: list[str] = []
+    rejected: list[str] = []
     # All or nothing: every record goes through the pipeline inside one transaction, and one
     # refusal (a secret, a bad field) rolls every stored line back.
     with transaction.atomic():
@@ -346,13 +346,13 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
                     if wanted and wanted != result.memory.status and result.outcome != "duplicate":
                         memory_set_status(actor=member, memory_id=result.memory.pk, status=wanted)
             except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
-                refused.append(f"line {number}: {invalid}")
+                rejected.append(f"line {number}: {invalid}")
                 continue
             results.append({"line": number, "outcome": result.outcome, "id": str(result.memory.pk)})
-        if refused:
+        if rejected:
             transaction.set_rollback(True)
-    if refused:
+    if rejected:
         refusal = error_body("invalid", "nothing was imported")
-        refusal["error"]["lines"] = refused
+        refusal["error"]["lines"] = rejected
         return 400, refusal
     return 200, {"results": results}

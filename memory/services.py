@@ -94,15 +94,15 @@ def capture_defaults(member: Member) -> CaptureDefaults:
 
     Tags add up: the team's default tags, then the member's.
     """
-    preference = MemoryPreference.objects.filter(member=member).values("default_workspace", "default_tags").first()
-    team = TeamMemorySettings.objects.filter(pk=1).values("default_workspace", "default_tags").first()
+    preference = MemoryPreference.objects.filter(member=member).only("default_workspace", "default_tags").first()
+    team = TeamMemorySettings.objects.filter(pk=1).first()
     workspace = (
-        (preference or {}).get("default_workspace")
-        or (team or {}).get("default_workspace")
+        (preference.default_workspace if preference else "")
+        or (team.default_workspace if team else "")
         or getattr(settings, "BRAIN_MEMORY_DEFAULT_WORKSPACE", None)
         or Workspace.PERSONAL
     )
-    tags = [*((team or {}).get("default_tags") or []), *((preference or {}).get("default_tags") or [])]
+    tags = [*(team.default_tags if team else []), *(preference.default_tags if preference else [])]
     return CaptureDefaults(workspace=workspace, tags=list(dict.fromkeys(tags)))
 
 

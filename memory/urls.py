@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory import api, capsule_views, views
+from memory import api, capsule_views, settings_views, views
 
 app_name = "memory"
 urlpatterns = [
     path("memory/", views.dashboard, name="dashboard"),
     path("memory/export", views.export, name="export"),
+    path("memory/settings/", settings_views.memory_settings, name="settings"),
     path("memory/<uuid:memory_id>/", views.detail, name="detail"),
     path("memory/<uuid:memory_id>/<str:action>", views.act, name="act"),
     path("account/memory-tokens/", views.tokens, name="tokens"),
