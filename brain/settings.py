@@ -214,6 +214,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "builds-sweep": {"task": "builds.jobs_sweep", "schedule": 60.0},
     # Memories captured while the embedder was down get their vectors here.
     "memory-backfill": {"task": "memory.backfill_embeddings", "schedule": 300.0},
+    # Last week's insights for the members who opted in (idempotent; hourly so a late start catches up).
+    "memory-insights": {"task": "memory.insights", "schedule": 3600.0},
     # Document chunks likewise (and, after a model change, both get the new model's vectors).
     "ingest-backfill": {"task": "ingest.backfill_embeddings", "schedule": 300.0},
     # Extractions queued or leased by a worker that died get re-enqueued.
@@ -422,6 +424,22 @@ BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0
 BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
 
 # Days after a page's as_of that its owner is asked (on the home page) to re-verify it, by
+# Slack's Web API, for direct messages (weekly insights); another URL only for a test's fake server.
+BRAIN_SLACK_API_URL = env_url("BRAIN_SLACK_API_URL", schemes=("http", "https")) or "https://slack.com/api/"
+# Mail capture (memory/inbound_mail.py): members forward mail to memory+<token>@<domain>; the
+# receiver (`manage.py brain_inbound_mail`, the Procfile's `mail`) listens on loopback unless
+# told otherwise — in production it sits behind the organisation's MX (docs/operations.md).
+BRAIN_INBOUND_DOMAIN = (env_str("BRAIN_INBOUND_DOMAIN") or _base.hostname or "localhost").lower()
+if "@" in BRAIN_INBOUND_DOMAIN or any(ch.isspace() for ch in BRAIN_INBOUND_DOMAIN):
+    raise ConfigurationError("BRAIN_INBOUND_DOMAIN must be a domain name")
+BRAIN_INBOUND_SMTP_HOST = env_str("BRAIN_INBOUND_SMTP_HOST") or "127.0.0.1"
+BRAIN_INBOUND_SMTP_PORT = env_int("BRAIN_INBOUND_SMTP_PORT", 2525, minimum=1, maximum=65535)
+BRAIN_INBOUND_MAX_BYTES = env_int("BRAIN_INBOUND_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
+# Calendar subscriptions (memory/calendars.py): how often each is fetched, and whether its URL
+# may point at private, loopback or link-local addresses (off: a member's URL must not reach
+# inside the network the brain runs in).
+BRAIN_CALENDAR_REFRESH_SECONDS = env_int("BRAIN_CALENDAR_REFRESH_SECONDS", 3600, minimum=300)
+BRAIN_CALENDAR_ALLOW_PRIVATE = env_bool("BRAIN_CALENDAR_ALLOW_PRIVATE", False)
 # page type; "default" for the rest. BRAIN_REVERIFY_DAYS=policy:90,topic:180,default:365.
 BRAIN_REVERIFY_DAYS: dict[str, int] = {
     "default": 180,

@@ -409,6 +409,25 @@ def build_link_pages(*, build: Build, path: str, target: str, link: bool = True)
     return build_write_page(build=build, path=path, markdown=_markdown_of(frontmatter, body))
 
 
+def build_add_section(*, build: Build, path: str, heading: str, text: str, cite: str) -> BuildChange:
+    """Append a section to ``path`` as the branch sees it (its draft here, else the live page) and
+    cite the capture ``cite`` in its ``sources``; ``as_of`` becomes today. A new draft, like any write.
+
+    ``Page.DoesNotExist`` when the requester cannot read a page at ``path`` (as for a missing one).
+    """
+    frontmatter, body = _branch_markdown(build, path)
+    existing = frontmatter.get("sources") or []
+    sources = [str(item) for item in existing] if isinstance(existing, list) else []
+    if f"capture:{cite}" not in sources:
+        sources.append(f"capture:{cite}")
+    frontmatter["sources"] = sources
+    frontmatter["as_of"] = timezone.localdate().isoformat()
+    section = f"## {' '.join(heading.split())}\n\n{text.strip()}\n"
+    return build_write_page(
+        build=build, path=path, markdown=_markdown_of(frontmatter, body.rstrip() + "\n\n" + section)
+    )
+
+
 def _markdown_of(frontmatter: dict[str, object], body: str) -> str:
     import yaml
 

@@ -85,6 +85,8 @@ class Memory(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SEMANTIC)
     volatility = models.CharField(max_length=16, choices=Volatility.choices, default=Volatility.DURABLE)
     recall_count = models.PositiveIntegerField(default=0)
+    # When recall last returned it (the weekly insight's "most recalled" reads the week's).
+    last_recalled_at = models.DateTimeField(null=True, blank=True)
     contradiction_wins = models.PositiveIntegerField(default=0)
     contradiction_losses = models.PositiveIntegerField(default=0)
     # Null while the embedder is down; ``memory.backfill_embeddings`` fills it later.
@@ -124,6 +126,11 @@ class Memory(models.Model):
         indexes = [
             models.Index(fields=["workspace", "author", "-created_at"], name="memory_layer_recent"),
             models.Index(fields=["workspace", "-updated_at"], name="memory_layer_changed"),
+            models.Index(
+                fields=["workspace", "-last_recalled_at"],
+                name="memory_layer_recalled",
+                condition=Q(last_recalled_at__isnull=False),
+            ),
             GinIndex(name="memory_tags_gin", fields=["tags"]),
             GinIndex(name="memory_search_vector_gin", fields=["search_vector"]),
             HnswIndex(
@@ -155,6 +162,7 @@ class MemoryLink(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        indexes = [models.Index(fields=["type", "created_at"], name="memory_link_type_created")]
         constraints = [
             models.UniqueConstraint(fields=["from_memory", "to_memory", "type"], name="memory_link_unique"),
             models.CheckConstraint(condition=~Q(from_memory=F("to_memory")), name="memory_link_not_self"),
@@ -187,6 +195,7 @@ class MemoryEvent(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["workspace", "action", "created_at"], name="memory_event_layer_action")]
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id}"

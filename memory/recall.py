@@ -294,7 +294,9 @@ def memory_recall(
     if hops:
         results = _expand(actor, results, int(hops), base)  # top_k direct results plus their neighbours
     if count_recall and results:
-        Memory.objects.filter(pk__in=[item.memory.pk for item in results]).update(recall_count=F("recall_count") + 1)
+        Memory.objects.filter(pk__in=[item.memory.pk for item in results]).update(
+            recall_count=F("recall_count") + 1, last_recalled_at=timezone.now()
+        )
     response.results = results
     return response
 

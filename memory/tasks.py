@@ -21,6 +21,16 @@ def memory_backfill_embeddings_task() -> None:
         logger.info("memory backfill embedded %d memories", filled)
 
 
+@shared_task(name="memory.insights", ignore_result=True)
+def memory_insights_task() -> None:
+    """Hourly: write and deliver last week's insights that are due (once per layer and week)."""
+    from memory.insights import insights_run
+
+    outcome = insights_run()
+    if outcome["written"]:
+        logger.info("memory insights: %s", outcome)
+
+
 @shared_task(
     name="memory.settle",
     ignore_result=True,

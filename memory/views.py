@@ -12,17 +12,19 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from brain.domain import DomainError
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
+from memory.insights import latest_for
 from memory.models import PERSONAL_TOKEN_SCOPES, LinkType, Memory, MemoryApiToken, Workspace, default_personal_scopes
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
@@ -96,6 +98,7 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
     workspace = request.GET.get("workspace") or None
     tag = request.GET.get("tag") or None
     context: dict[str, Any] = {"query": query, "workspace": workspace, "tag": tag, "degraded": False}
+    context["insights"] = [] if query else latest_for(member)
     if query:
         found = memory_recall(actor=member, query=query, top_k=20, tag=tag, workspace=workspace)
         context["results"] = [(item.memory, item.similarity) for item in found.results]
@@ -147,6 +150,8 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
             type=request.POST.get("type", "relates_to"),
         )
         messages.success(request, "Linked.")
+    elif action == "propose":
+        return _propose(request, member, memory)
     elif action == "forget":
         memory_forget(actor=member, memory_id=memory.pk)
         messages.success(request, "Forgotten permanently.")
@@ -154,6 +159,35 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
     else:
         raise Http404
     return redirect("memory:detail", memory_id=memory.pk)
+
+
+def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpResponseBase:
+    """Open a build proposing the shared memory as a page (or a section of one); show the build."""
+    from corpus.models import Page
+    from memory.propose import memory_propose_page
+
+    path = request.POST.get("path", "").strip()
+    try:
+        build = memory_propose_page(
+            actor=member,
+            memory_id=memory.pk,
+            path=path,
+            title=request.POST.get("title", ""),
+            add_to_existing=request.POST.get("mode") == "append",
+        )
+    except Page.DoesNotExist:
+        messages.error(request, f"There is no page at {path} that you can read.")
+        return redirect("memory:detail", memory_id=memory.pk)
+    except ValidationError as invalid:
+        problems = [str(text) for texts in getattr(invalid, "message_dict", {"": invalid.messages}).values()
+                    for text in texts]  # fmt: skip
+        messages.error(request, "Not proposed: " + "; ".join(problems))
+        return redirect("memory:detail", memory_id=memory.pk)
+    except DomainError as refused:  # a path or page document refused: the message names the rule
+        messages.error(request, "Not proposed: " + refused.safe_message)
+        return redirect("memory:detail", memory_id=memory.pk)
+    messages.success(request, "A build with the draft page is open: review the diff, then submit it for review.")
+    return redirect("builds:build-detail", public_id=build.public_id)
 
 
 @require_GET

@@ -1,0 +1,99 @@
+"""Memory → corpus: a shared memory proposed as a page reaches the corpus only through review."""
+
+from __future__ import annotations
+
+import pytest
+
+from builds.models import Build, BuildChange
+from builds.services import build_promote, build_submit
+from corpus.models import Page, Source
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from memory.classify import MemoryInvalid
+from memory.models import Memory
+from memory.propose import memory_propose_page
+from memory.services import memory_remember
+from tests.base import BrainTestCase, publish
+
+ONBOARDING = "topics/people/onboarding.md"
+
+
+class ProposeTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        grant_issue(actor=SYSTEM, member=cls.alice, path="topics/people/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=cls.alice, path="captures/", permission="suggest")
+        cls.erin = member_create(actor=SYSTEM, username="erin", password="pw-erin-12345")
+        grant_issue(actor=SYSTEM, member=cls.erin, path="topics/people/", permission="approve")
+        grant_issue(actor=SYSTEM, member=cls.erin, path="captures/", permission="approve")
+
+    def shared(self, text: str) -> Memory:
+        return memory_remember(actor=self.bob, content=text, workspace="company").memory
+
+    def test_a_shared_memory_becomes_a_draft_page_and_goes_live_only_when_approved(self) -> None:
+        memory = self.shared("New starters get their laptop from IT on the first morning, before 10am.")
+        build = memory_propose_page(actor=self.alice, memory_id=memory.pk, path="topics/people/laptops.md",
+                                    title="Laptops for new starters")  # fmt: skip
+        assert build.status == Build.Status.OPEN
+        change = BuildChange.objects.select_related("revision").get(build=build)
+        fm = change.revision.frontmatter  # type: ignore[union-attr]
+        [cited] = fm["sources"]
+        key = cited.removeprefix("capture:")
+        source = Source.objects.get(key=key)
+        assert key.startswith("memory/")
+        assert source.text == memory.content
+        assert not source.is_live
+        assert (fm["owner"], fm["status"], fm["title"]) == ("alice", "draft", "Laptops for new starters")
+        assert "first morning, before 10am" in change.revision.body  # type: ignore[union-attr]
+        assert not Page.objects.filter(path="topics/people/laptops.md").exists()  # nothing live yet
+        build_submit(actor=self.alice, build=build)
+        build_promote(actor=self.erin, build=build, note="Reviewed")
+        page = Page.objects.select_related("current_revision").get(path="topics/people/laptops.md")
+        assert page.current_revision.frontmatter["sources"] == [cited]  # type: ignore[union-attr]
+        assert Source.objects.get(key=key).is_live
+
+    def test_a_section_added_to_an_existing_page_cites_the_memory(self) -> None:
+        publish(
+            ONBOARDING, title="Onboarding", sources=None, body="# Onboarding\n\n## Day one\n\nBadge at reception.\n"
+        )
+        memory = self.shared("Buddies are assigned by the team lead in the week before the start date.")
+        build = memory_propose_page(actor=self.alice, memory_id=memory.pk, path=ONBOARDING, title="Buddies",
+                                    add_to_existing=True)  # fmt: skip
+        revision = BuildChange.objects.select_related("revision").get(build=build).revision
+        assert revision is not None
+        assert revision.body.startswith("# Onboarding\n\n## Day one\n\nBadge at reception.")
+        assert "## Buddies\n\nBuddies are assigned" in revision.body
+        assert revision.frontmatter["sources"][-1].startswith("capture:memory/")
+
+    def test_refusals_leave_no_build_behind(self) -> None:
+        personal = memory_remember(actor=self.alice, content="My own note about onboarding.").memory
+        with pytest.raises(MemoryInvalid, match="share it with the team first"):
+            memory_propose_page(actor=self.alice, memory_id=personal.pk, path="topics/people/a.md")
+        with pytest.raises(Memory.DoesNotExist):  # Bob's personal memory does not exist for Alice
+            memory_propose_page(actor=self.alice, memory_id=memory_remember(actor=self.bob, content="Bob's.").memory.pk,
+                                path="topics/people/a.md")  # fmt: skip
+        shared = self.shared("Payroll questions go to the people team.")
+        with pytest.raises(Page.DoesNotExist):  # no page there that Alice can read
+            memory_propose_page(actor=self.alice, memory_id=shared.pk, path="topics/people/none.md",
+                                add_to_existing=True)  # fmt: skip
+        with pytest.raises(Exception, match="suggest"):  # no grant on engineering/
+            memory_propose_page(actor=self.alice, memory_id=shared.pk, path="engineering/payroll.md")
+        assert not Build.objects.exists()
+        assert not Source.objects.filter(key__startswith="memory/").exists()
+
+    def test_from_the_memory_page(self) -> None:
+        memory = self.shared("The fire drill is on the first Tuesday of each quarter.")
+        self.client.force_login(self.alice.user)
+        page = self.client.get(f"/memory/{memory.pk}/").content.decode()
+        assert "Propose as a corpus page" in page
+        bad = self.client.post(f"/memory/{memory.pk}/propose", {"path": "../etc/passwd", "mode": "new"}, follow=True)
+        assert bad.status_code == 200
+        assert "Not proposed:" in bad.content.decode()
+        answer = self.client.post(f"/memory/{memory.pk}/propose",
+                                  {"path": "topics/people/fire-drills.md", "title": "Fire drills", "mode": "new"})  # fmt: skip
+        build = Build.objects.get()
+        assert answer["Location"] == f"/builds/{build.public_id}/"
+        missing = self.client.post(f"/memory/{memory.pk}/propose",
+                                   {"path": "topics/people/none.md", "mode": "append"}, follow=True)  # fmt: skip
+        assert "There is no page at topics/people/none.md that you can read." in missing.content.decode()
