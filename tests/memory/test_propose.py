@@ -90,8 +90,8 @@ class ProposeTests(BrainTestCase):
         bad = self.client.post(f"/memory/{memory.pk}/propose", {"path": "../etc/passwd", "mode": "new"}, follow=True)
         assert bad.status_code == 200
         assert "Not proposed:" in bad.content.decode()
-        answer = self.client.post(f"/memory/{memory.pk}/propose",
-                                  {"path": "topics/people/fire-drills.md", "title": "Fire drills", "mode": "new"})  # fmt: skip
+        form = {"path": "topics/people/fire-drills.md", "title": "Fire drills", "mode": "new"}
+        answer = self.client.post(f"/memory/{memory.pk}/propose", form)
         build = Build.objects.get()
         assert answer["Location"] == f"/builds/{build.public_id}/"
         missing = self.client.post(f"/memory/{memory.pk}/propose",
