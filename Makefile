@@ -82,8 +82,10 @@ bench-rest: $(STAMP)
 bench-mcp: $(STAMP)
 	$(PY) -m bench.mcp_throughput
 
-# Memory recall latency and quality at 10k and 50k memories (a few minutes).
+# Memory recall latency and quality at 10k and 50k memories, the model-free contradiction
+# check's precision/recall, and weekly insights' runtime at 5k and 50k (a few minutes).
 bench-memory: $(STAMP)
+	$(PY) -m bench.memory_insights
 	$(PY) -m bench.memory_recall
 
 # Cached prompt-capsule reads at 1k and 100k memories (a minute).

@@ -121,15 +121,23 @@ class LinkRef(BaseModel):
     type: str
 
 
+class ContradictionRef(BaseModel):
+    id: str
+    kind: str
+    reason: str
+    outcome: str
+
+
 class RememberOut(Out):
     id: str
-    outcome: Literal["stored", "flagged", "duplicate"]
+    outcome: Literal["stored", "flagged", "duplicate", "updated", "unchanged"]
     workspace: str
     status: str
     tags: list[str]
     similarity: float | None
     duplicate_of: str | None
     links: list[LinkRef]
+    contradiction: ContradictionRef | None = None
 
 
 def remember(caller: Caller, args: RememberArgs) -> RememberOut:
@@ -143,6 +151,7 @@ def remember(caller: Caller, args: RememberArgs) -> RememberOut:
         tags=memory.wire_tags, similarity=capture.similarity,
         duplicate_of=str(capture.duplicate_of.pk) if capture.duplicate_of else None,
         links=[LinkRef(id=str(link.to_memory_id), type=link.type) for link in capture.links],
+        contradiction=ContradictionRef(**found) if (found := capture.contradiction_summary()) else None,
     )  # fmt: skip
 
 
@@ -154,6 +163,11 @@ def _render_remember(out: RememberOut) -> str:
     if out.outcome == "flagged":
         lines.append(f"Possible duplicate of ID: {out.duplicate_of}{match} (tagged duplicate-candidate).")
     lines += [f"Linked ({link.type}) to ID: {link.id}" for link in out.links]
+    if out.contradiction is not None:
+        did = {"held": "it stays a draft: the other is canonical", "superseded": "the older one is now deprecated",
+               "flagged": "tagged contradiction-candidate for a person to settle"}  # fmt: skip
+        lines.append(f"Contradicts ID: {out.contradiction.id} ({out.contradiction.reason}); "
+                     f"{did.get(out.contradiction.outcome, out.contradiction.outcome)}.")  # fmt: skip
     return "\n".join(lines)
 
 

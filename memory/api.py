@@ -159,6 +159,7 @@ def capture(request: HttpRequest, member: Member) -> HttpResponse:
         "outcome": result.outcome, "memory": serialise(result.memory), "similarity": result.similarity,
         "duplicate_of": str(result.duplicate_of.pk) if result.duplicate_of else None,
         "links": [{"id": str(link.to_memory_id), "type": link.type} for link in result.links],
+        "contradiction": result.contradiction_summary(),
     }  # fmt: skip
     return JsonResponse(body, status=200 if result.outcome == "duplicate" else 201)
 

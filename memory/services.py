@@ -17,6 +17,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -34,6 +35,7 @@ from memory.classify import (
     classify_volatility,
     normalise_tags,
 )
+from memory.contradictions import Contradiction, contradiction
 from memory.models import (
     Kind,
     LinkType,
@@ -55,6 +57,11 @@ AUTO_LINK_MAX = 3
 FOLLOWS_WINDOW = dt.timedelta(minutes=30)
 DUPLICATE_TAG = "duplicate-candidate"
 CONTRADICTION_TAG = "contradiction-resolved"
+CONTRADICTION_CANDIDATE_TAG = "contradiction-candidate"
+# The model-free check reads the closest neighbours only: each one more is one more chance
+# of a false flag (memory.contradictions favours precision).
+CONTRADICTION_NEIGHBOURS = 2
+CONTRADICTION_SIMILARITY = 0.6
 
 
 @dataclass
@@ -67,6 +74,23 @@ class Capture:
     duplicate_of: Memory | None = None
     similarity: float | None = None
     links: list[MemoryLink] = field(default_factory=list)
+    # What the model-free check found against a neighbour, and what it did: "held" (the
+    # neighbour is canonical; this memory stays a draft), "superseded" (the author's own
+    # older memory was deprecated) or "flagged" (someone else's: tagged, nothing changed).
+    contradiction: Contradiction | None = None
+    contradicted: Memory | None = None
+    contradiction_outcome: Literal["held", "superseded", "flagged"] | None = None
+
+    def contradiction_summary(self) -> dict[str, str] | None:
+        """The contradiction for a transport: the other memory, the kind, why, and what was done."""
+        if self.contradiction is None or self.contradicted is None:
+            return None
+        return {
+            "id": str(self.contradicted.pk),
+            "kind": self.contradiction.kind,
+            "reason": self.contradiction.reason,
+            "outcome": self.contradiction_outcome or "",
+        }
 
 
 # --------------------------------------------------------------------------- helpers
@@ -198,13 +222,15 @@ def memory_remember(
     volatility: str | None = None,
     origin: str = "",
     occurred_at: dt.datetime | None = None,
+    block_duplicates: bool = True,
 ) -> Capture:
     """Capture one memory through the pipeline.
 
     The member's capture defaults apply (``capture_defaults``): the layer when none is named,
     and the default tags always. ``origin`` (an import path's key, unique per author) and
     ``occurred_at`` (when an episodic memory happened) are stored as given; to update an
-    earlier import of the same thing use ``memory_capture_from``.
+    earlier import of the same thing use ``memory_capture_from``. ``block_duplicates=False``
+    flags a near-verbatim repeat instead of dropping it (distinct things that read alike).
 
     Duplicate check on the content's embedding within the target layer: similarity ≥ 0.95
     stores nothing and returns the existing memory; ≥ 0.85 stores it tagged
@@ -239,9 +265,11 @@ def memory_remember(
     with transaction.atomic():
         neighbours = nearest(actor, layer, vector) if vector is not None else []
         top = neighbours[0] if neighbours else None
-        if top is not None and top[1] >= DUPLICATE_BLOCK:
+        # "db-2" vs "db-3" reads alike (0.95) and says the opposite: a contradiction is no duplicate.
+        disagrees = top is not None and top[1] >= DUPLICATE_FLAG and contradiction(top[0].content, text) is not None
+        if block_duplicates and top is not None and top[1] >= DUPLICATE_BLOCK and not disagrees:
             return Capture(memory=top[0], outcome="duplicate", duplicate_of=top[0], similarity=top[1])
-        flagged = top is not None and top[1] >= DUPLICATE_FLAG
+        flagged = top is not None and top[1] >= DUPLICATE_FLAG and not disagrees
         stored_tags = parsed.tags + ([DUPLICATE_TAG] if flagged and DUPLICATE_TAG not in parsed.tags else [])
         memory = Memory(
             author=actor,
@@ -262,15 +290,19 @@ def memory_remember(
         memory.save()
         _event(memory, actor, MemoryEvent.Action.CREATED, flagged=flagged)
         links = _auto_link(actor, memory, neighbours)
-        if top is not None and top[1] >= AUTO_LINK:
+        settled = _settle_contradiction(actor, memory, neighbours)
+        if settled is None and top is not None and top[1] >= AUTO_LINK:
             _queue_verdict(memory, top[0], top[1])
-        return Capture(
+        capture = Capture(
             memory=memory,
             outcome="flagged" if flagged else "stored",
             duplicate_of=top[0] if flagged and top else None,
             similarity=top[1] if flagged and top else None,
             links=links,
         )
+        if settled is not None:
+            capture.contradiction, capture.contradicted, capture.contradiction_outcome = settled
+        return capture
 
 
 def memory_capture_from(
@@ -301,9 +333,11 @@ def memory_capture_from(
         if existing is None:
             try:
                 with transaction.atomic():
+                    # Flag, never drop: a different origin is a different thing (the weekly 1:1s of a
+                    # calendar read alike but are distinct events; a re-import matches by origin).
                     return memory_remember(
                         actor=actor, content=content, tags=tags, workspace=workspace, source=source,
-                        kind=kind, origin=origin, occurred_at=occurred_at,
+                        kind=kind, origin=origin, occurred_at=occurred_at, block_duplicates=False,
                     )  # fmt: skip
             except IntegrityError:
                 continue  # the same origin imported concurrently: update what the other call stored
@@ -330,6 +364,61 @@ def _update_from_origin(
         memory.save()
         _event(memory, actor, MemoryEvent.Action.UPDATED, content=changed_content, tags=True, origin=True)
         return Capture(memory=memory, outcome="updated")
+
+
+def _settle_contradiction(
+    actor: Member, memory: Memory, neighbours: list[tuple[Memory, float]]
+) -> tuple[Contradiction, Memory, Literal["held", "superseded", "flagged"]] | None:
+    """The model-free contradiction check on the new memory's closest same-layer neighbours.
+
+    A canonical neighbour is protected: the new memory is kept as a draft whatever status
+    was asked for (the neighbour's ``contradiction_wins`` counts it). The author's own
+    older memory is superseded (deprecated, a ``supersedes`` link), as a model verdict
+    would. Someone else's memory is never changed by a guess: the new one is tagged
+    ``contradiction-candidate`` and linked to it for a person to settle.
+    """
+    for other, similarity in neighbours[:CONTRADICTION_NEIGHBOURS]:
+        if similarity < CONTRADICTION_SIMILARITY:
+            break
+        found = contradiction(other.content, memory.content)
+        if found is None:
+            continue
+        if other.status == Status.CANONICAL:
+            if memory.status != Status.DRAFT:
+                memory.status = Status.DRAFT
+                memory.save(update_fields=["status", "updated_at"])
+            Memory.objects.filter(pk=other.pk).update(contradiction_wins=F("contradiction_wins") + 1)
+            _event(memory, actor, MemoryEvent.Action.STATUS_CHANGED, status=Status.DRAFT,
+                   reason="contradicts protected", kind=found.kind, other=str(other.pk))  # fmt: skip
+            _link_system(memory, other, LinkType.RELATES_TO)
+            return found, other, "held"
+        if other.author_id == actor.pk:
+            Memory.objects.filter(pk=other.pk).update(
+                status=Status.DEPRECATED, contradiction_losses=F("contradiction_losses") + 1, updated_at=timezone.now()
+            )
+            _event(other, actor, MemoryEvent.Action.STATUS_CHANGED, status=Status.DEPRECATED, reason="superseded",
+                   kind=found.kind)  # fmt: skip
+            memory.contradiction_wins += 1
+            _tag(memory, CONTRADICTION_TAG, extra_fields=["contradiction_wins"])
+            _link_system(memory, other, LinkType.SUPERSEDES)
+            return found, other, "superseded"
+        _tag(memory, CONTRADICTION_CANDIDATE_TAG)
+        _link_system(memory, other, LinkType.RELATES_TO)
+        return found, other, "flagged"
+    return None
+
+
+def _tag(memory: Memory, tag: str, *, extra_fields: list[str] | None = None) -> None:
+    if tag not in memory.tags:
+        memory.tags = [*memory.tags, tag][:64]
+    _index(memory)
+    memory.save(update_fields=["tags", "lexical", "cjk_terms", "updated_at", *(extra_fields or [])])
+
+
+def _link_system(memory: Memory, other: Memory, type: str) -> None:
+    MemoryLink.objects.get_or_create(
+        from_memory=memory, to_memory=other, type=type, defaults={"provenance": Provenance.SYSTEM}
+    )
 
 
 def _queue_verdict(new: Memory, old: Memory, similarity: float) -> None:
@@ -656,6 +745,12 @@ def api_tokens_revoke_all(*, member: Member) -> int:
     from memory.models import MemoryApiToken
 
     return MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def inbound_addresses_retire(*, member: Member) -> int:
+    """Retire the member's inbound mail address (suspension): like a revoked token, it never comes
+    back by itself; the member turns mail capture on again for a new one."""
+    return MemoryPreference.objects.filter(member=member, inbound_token__isnull=False).update(inbound_token=None)
 
 
 def personal_layer_delete(*, member: Member) -> int:
