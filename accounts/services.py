@@ -30,7 +30,7 @@ from grants.models import Member
 from grants.principals import Principal
 from grants.services import member_create, require_administrator
 from memory.api import export_lines
-from memory.services import api_tokens_revoke_all, personal_layer_delete
+from memory.services import api_tokens_revoke_all, inbound_addresses_retire, personal_layer_delete
 from oauth.services import tokens_revoke_all
 
 INVITATION_PREFIX = "inv_"
@@ -168,6 +168,7 @@ class Suspension:
     builds_cancelled: int = 0
     builds_reassigned: int = 0
     invitations_withdrawn: int = 0
+    inbound_addresses: int = 0
 
     def as_metadata(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -211,6 +212,7 @@ def _suspend_locked(*, actor: Principal, member: Member, reassign_to: Member | N
         builds_cancelled=cancelled,
         builds_reassigned=reassigned,
         invitations_withdrawn=withdrawn,
+        inbound_addresses=inbound_addresses_retire(member=member),
     )
 
 

@@ -408,7 +408,9 @@ def _announce_when_healthy(port: int, stop: threading.Event) -> None:
         f"  Demo sign-in:       admin / {password}  (every demo person has this password)",
         *_personas(),
         f"  Git mirror (demo):  git clone {var_dir() / 'demo-mirror.git'}",
-        "  Stop with Ctrl-C (web, worker, beat and the embedded servers).",
+        f"  Mail capture:       SMTP on 127.0.0.1:{os.environ.get('BRAIN_INBOUND_SMTP_PORT', '2525')}"
+        " (addresses at /memory/mail/)",
+        "  Stop with Ctrl-C (web, worker, beat, mail and the embedded servers).",
         "=" * 64,
         "",
     ]

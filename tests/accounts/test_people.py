@@ -113,6 +113,15 @@ class SuspensionTests(BrainTestCase):
         assert self.suspend().personal_tokens == 1
         assert self.client.get("/api/memory/count", HTTP_AUTHORIZATION=bearer).status_code == 401
 
+    def test_the_inbound_mail_address_is_retired_for_good(self) -> None:
+        from memory.inbound_mail import inbound_address_enable, inbound_address_of
+
+        address = inbound_address_enable(actor=self.bob)
+        assert inbound_address_of(self.bob) == address
+        assert self.suspend().inbound_addresses == 1
+        member_reactivate(actor=self.charlie, member=self.bob)
+        assert inbound_address_of(self.bob) is None  # turning mail capture on again gives a new one
+
     def test_question_credentials_stop(self) -> None:
         _, raw = question_credential_issue(actor=SYSTEM, name="bot", member=self.bob)
         assert self.mcp(raw) == 200
