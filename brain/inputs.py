@@ -155,7 +155,14 @@ _ROUTE_BODY_LIMITS = (
 
 
 # The routes that take file uploads (multipart bodies up to the upload limits).
-UPLOAD_ROUTES = ("/sources/upload", "/api/sources", "/builds/import", "/api/v1/uploads", "/api/v1/builds/import")
+UPLOAD_ROUTES = (
+    "/sources/upload",
+    "/api/sources",
+    "/builds/import",
+    "/api/v1/uploads",
+    "/api/v1/builds/import",
+    "/memory/import/",  # an Obsidian vault or Notion export zip (memory.vault_views)
+)
 
 
 def body_limit(request: HttpRequest) -> int:
