@@ -42,7 +42,8 @@ def contradiction_scores() -> None:
 
     scores = evaluate()
     print(
-        f"contradiction check (no model) on {scores['pairs']:.0f} labelled pairs ({scores['positives']:.0f} contradictions):"
+        f"contradiction check (no model) on {scores['pairs']:.0f} labelled pairs"
+        f" ({scores['positives']:.0f} contradictions):"
         f" flagged {scores['flagged']:.0f}, precision {scores['precision']:.3f} (target >= 0.9),"
         f" recall {scores['recall']:.3f}",
         flush=True,

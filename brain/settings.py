@@ -229,6 +229,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # The lexical arm's inverse document frequencies (a no-op when no chunk changed).
     "lexeme-statistics": {"task": "corpus.lexeme_statistics", "schedule": 300.0},
     "mirror-sweep": {"task": "mirror.sweep", "schedule": float(env_int("BRAIN_MIRROR_SWEEP_SECONDS", 300, minimum=30))},
+    # Calendar subscriptions due for a refresh (each at most every BRAIN_CALENDAR_REFRESH_SECONDS).
+    "memory-calendars": {"task": "memory.calendars_refresh", "schedule": 900.0},
 }
 
 # --------------------------------------------------------------------------- auth, sessions
@@ -422,8 +424,6 @@ BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0
 # it after commit (memory.verdicts); 0 keeps them flagged only. Memory text (masked) goes
 # to the model.
 BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
-
-# Days after a page's as_of that its owner is asked (on the home page) to re-verify it, by
 # Slack's Web API, for direct messages (weekly insights); another URL only for a test's fake server.
 BRAIN_SLACK_API_URL = env_url("BRAIN_SLACK_API_URL", schemes=("http", "https")) or "https://slack.com/api/"
 # Mail capture (memory/inbound_mail.py): members forward mail to memory+<token>@<domain>; the
@@ -440,6 +440,8 @@ BRAIN_INBOUND_MAX_BYTES = env_int("BRAIN_INBOUND_MAX_BYTES", 10 * 1024 * 1024, m
 # inside the network the brain runs in).
 BRAIN_CALENDAR_REFRESH_SECONDS = env_int("BRAIN_CALENDAR_REFRESH_SECONDS", 3600, minimum=300)
 BRAIN_CALENDAR_ALLOW_PRIVATE = env_bool("BRAIN_CALENDAR_ALLOW_PRIVATE", False)
+
+# Days after a page's as_of that its owner is asked (on the home page) to re-verify it, by
 # page type; "default" for the rest. BRAIN_REVERIFY_DAYS=policy:90,topic:180,default:365.
 BRAIN_REVERIFY_DAYS: dict[str, int] = {
     "default": 180,

@@ -45,3 +45,13 @@ def memory_settle_task(new_id: str, old_id: str, similarity: float) -> None:
 
     outcome = memory_settle(new_id=new_id, old_id=old_id, similarity=similarity)
     logger.info("memory settle: %s", outcome)
+
+
+@shared_task(name="memory.calendars_refresh", ignore_result=True)
+def memory_calendars_refresh_task() -> None:
+    """Every 15 minutes: refresh the calendar subscriptions that are due (errors land on each row)."""
+    from memory.calendars import calendar_refresh_due
+
+    refreshed = calendar_refresh_due()
+    if refreshed:
+        logger.info("calendar subscriptions refreshed: %d", refreshed)

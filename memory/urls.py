@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory import api, capsule_views, settings_views, views
+from memory import (
+    api,
+    calendar_views,
+    capsule_views,
+    capture_views,
+    mail_views,
+    settings_views,
+    vault_api,
+    vault_views,
+    views,
+)
 
 app_name = "memory"
 urlpatterns = [
     path("memory/", views.dashboard, name="dashboard"),
     path("memory/export", views.export, name="export"),
+    path("memory/capture", capture_views.capture, name="capture"),
+    path("memory/mail/", mail_views.mail, name="mail"),
+    path("memory/calendars/", calendar_views.calendars, name="calendars"),
     path("memory/settings/", settings_views.memory_settings, name="settings"),
+    path("memory/import/", vault_views.import_page, name="import"),
+    path("memory/export/obsidian", vault_views.export_obsidian, name="export-obsidian"),
     path("memory/<uuid:memory_id>/", views.detail, name="detail"),
     path("memory/<uuid:memory_id>/<str:action>", views.act, name="act"),
     path("account/memory-tokens/", views.tokens, name="tokens"),
@@ -29,4 +44,8 @@ urlpatterns = [
     path("api/memory/stats", api.stats, name="api-stats"),
     path("api/memory/export", api.export, name="api-export"),
     path("api/memory/import", api.import_lines, name="api-import"),
+    path("api/memory/import/obsidian", vault_api.import_obsidian, name="api-import-obsidian"),
+    path("api/memory/import/notion", vault_api.import_notion, name="api-import-notion"),
+    path("api/memory/export/obsidian", vault_api.export_obsidian, name="api-export-obsidian"),
+    path("api/memory/calendar/import", calendar_views.api_import, name="api-calendar-import"),
 ]

@@ -93,12 +93,14 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
         notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
                  "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
         messages.success(request, notes.get(capture.outcome, "Remembered."))
-        found = capture.contradiction_summary()
-        if found is not None:
+        contradicts = capture.contradiction_summary()
+        if contradicts is not None:
             did = {"held": "It is kept as a draft: the other memory is canonical.",
                    "superseded": "Your older memory is now deprecated.",
                    "flagged": "It is tagged contradiction-candidate for someone to settle."}  # fmt: skip
-            messages.warning(request, f"It contradicts another memory ({found['reason']}). {did[found['outcome']]}")
+            messages.warning(
+                request, f"It contradicts another memory ({contradicts['reason']}). {did[contradicts['outcome']]}"
+            )
         return redirect("memory:detail", memory_id=capture.memory.pk)
     query = request.GET.get("q", "").strip()
     workspace = request.GET.get("workspace") or None

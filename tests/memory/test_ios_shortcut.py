@@ -25,7 +25,7 @@ def _request_action(workflow: dict[str, Any]) -> dict[str, Any]:
         for item in workflow["WFWorkflowActions"]
         if item["WFWorkflowActionIdentifier"] == "is.workflow.actions.downloadurl"
     ]
-    return action
+    return dict(action)
 
 
 class IosShortcutTests(TestCase):
