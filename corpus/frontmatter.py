@@ -145,6 +145,14 @@ def _as_date(value: Any) -> dt.date | None:
     return None
 
 
+def page_title(given: object, body: str, path: str) -> str:
+    """A page's title, one rule for validation and promotion: the frontmatter's ``title``, else
+    the first ``# `` heading, else the file name ("discount-policy.md" → "Discount policy")."""
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    return _title_from(body, path).strip()
+
+
 def _title_from(body: str, path: str) -> str:
     for line in body.splitlines():
         if line.startswith("# "):
@@ -292,7 +300,7 @@ def parse_page(path: str, markdown: str) -> PageDocument:
         path=path,
         frontmatter=normalised,
         body=post.content,
-        title=(title or _title_from(post.content, path)).strip(),
+        title=page_title(title, post.content, path),
         type=str(page_type),
         owner=str(owner),
         status=str(status),

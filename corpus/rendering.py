@@ -71,6 +71,24 @@ def _parser() -> MarkdownIt:
 _MARKDOWN = _parser()
 
 
+def page_links(body: str, *, page_path: str) -> set[str]:
+    """The pages ``body`` links to, exactly the links the reader renders as page links.
+
+    Read from the parser's tokens, so a link inside code is no link, and the same rule
+    (``_resolve``: relative ``.md`` targets that are valid page paths) decides as when the
+    page is shown. The page itself is left out.
+    """
+    targets: set[str] = set()
+    for block in _MARKDOWN.parse(body):
+        for token in block.children or ():
+            if token.type == "link_open":
+                resolved = _resolve(page_path, str(token.attrGet("href") or ""))
+                if resolved is not None:
+                    targets.add(resolved[0])
+    targets.discard(page_path)
+    return targets
+
+
 def render_markdown(body: str, *, page_path: str, unavailable: frozenset[str] = frozenset()) -> str:
     """HTML for ``body``; raw HTML in the Markdown is shown as text.
 

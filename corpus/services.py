@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import posixpath
 import re
 import secrets
 from collections.abc import Iterable
@@ -45,12 +44,13 @@ from corpus.frontmatter import (
     check_references,
     frontmatter_text,
     markdown_field_at,
+    page_title,
     parse_page,
     validate_source_id,
 )
 from corpus.models import Chunk, Figure, Page, PageLink, Revision, RevisionChunk, Source
-from corpus.paths import PathError, validate_category, validate_page_path
-from corpus.rendering import rendered_text
+from corpus.paths import PathError, validate_category
+from corpus.rendering import page_links, rendered_text
 from grants.audit import audit_record
 from grants.models import Member, Permission, Sensitivity
 from grants.predicates import effective_permission
@@ -60,7 +60,6 @@ logger = logging.getLogger(__name__)
 
 MAX_TAGS = 64
 MAX_TAG_LENGTH = 128
-_MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
 @dataclass
@@ -170,7 +169,7 @@ def document_from_revision(revision: Revision) -> PageDocument:
         path=revision.path,
         frontmatter=meta,
         body=revision.body,
-        title=str(meta.get("title") or _first_heading(revision.body) or revision.path),
+        title=page_title(meta.get("title"), revision.body, revision.path),
         type=str(meta["type"]),
         owner=str(meta["owner"]),
         status=str(meta["status"]),
@@ -181,13 +180,6 @@ def document_from_revision(revision: Revision) -> PageDocument:
         sources=[str(ref).removeprefix("capture:") for ref in meta.get("sources", [])],
         related=list(meta.get("related", [])),
     )
-
-
-def _first_heading(body: str) -> str | None:
-    for line in body.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return None
 
 
 # --------------------------------------------------------------------------- validation
@@ -334,28 +326,11 @@ def revision_create(
     return revision, stats
 
 
-def _links_of(page_path: str, body: str) -> set[str]:
-    """Canonical page paths linked from ``body`` (relative links resolved; URLs ignored)."""
-    targets: set[str] = set()
-    directory = posixpath.dirname(page_path)
-    for match in _MARKDOWN_LINK.finditer(body):
-        href = match.group(1).split("#", 1)[0]
-        if not href or "://" in href or href.startswith(("mailto:", "#")):
-            continue
-        resolved = href.lstrip("/") if href.startswith("/") else posixpath.normpath(posixpath.join(directory, href))
-        try:
-            targets.add(validate_page_path(resolved))
-        except PathError:
-            continue
-    targets.discard(page_path)
-    return targets
-
-
 def _rebuild_links(page: Page, document: PageDocument) -> None:
     PageLink.objects.filter(from_page=page).delete()
     rows = [
         PageLink(from_page=page, to_path=target, kind=PageLink.Kind.LINK)
-        for target in _links_of(page.path, document.body)
+        for target in page_links(document.body, page_path=page.path)
     ]
     rows += [
         PageLink(from_page=page, to_path=target, kind=PageLink.Kind.RELATED)
