@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect, render
@@ -11,17 +10,15 @@ from django.views.decorators.http import require_GET, require_http_methods
 from answers.models import Question
 from answers.services import question_ask
 from brain.text.secrets import NulRefused, SecretRefused
-from grants.principals import principal_for_user
+from grants.decorators import member_required
+from grants.models import Member
 from mcp_api.ratelimit import limited_view
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 @limited_view("ask")
-def ask(request: HttpRequest) -> HttpResponseBase:
-    member = principal_for_user(request.user)
-    if member is None:
-        raise Http404
+@member_required
+def ask(request: HttpRequest, member: Member) -> HttpResponseBase:
     problems: list[str] = []
     typed = ""
     if request.method == "POST":
@@ -42,11 +39,10 @@ def ask(request: HttpRequest) -> HttpResponseBase:
     )
 
 
-@login_required
 @require_GET
-def question(request: HttpRequest, question_id: int) -> HttpResponseBase:
-    member = principal_for_user(request.user)
-    found = Question.objects.filter(pk=question_id, asker=member).first() if member else None
+@member_required
+def question(request: HttpRequest, member: Member, question_id: int) -> HttpResponseBase:
+    found = Question.objects.filter(pk=question_id, asker=member).first()
     if found is None:
         raise Http404
     links = [(citation, citation.split("#", 1)[0], "#" + citation.split("#", 1)[1] if "#" in citation else "")

@@ -11,7 +11,6 @@ from functools import wraps
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
@@ -20,8 +19,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.domain import DomainError
 from brain.text.secrets import NulRefused, SecretRefused
+from grants.decorators import member_required
 from grants.models import Member
-from grants.principals import principal_for_user
 from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
 from memory.insights import latest_for
@@ -41,14 +40,11 @@ from memory.services import (
 
 
 def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-    """Signed in, an active member, and domain errors turned into messages or 404s."""
+    """``member_required``, with the memory layer's domain errors turned into messages or 404s."""
 
-    @login_required
+    @member_required
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        member = principal_for_user(request.user)
-        if member is None:
-            raise Http404
+    def wrapped(request: HttpRequest, member: Member, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             return view(request, member, *args, **kwargs)
         except Memory.DoesNotExist as exc:

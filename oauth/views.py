@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
@@ -32,6 +31,8 @@ from brain.client_ip import client_ip
 from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused, refuse
 from grants.audit import audit_record
+from grants.decorators import member_required
+from grants.models import Member
 from grants.principals import principal_for_user
 from mcp_api.ratelimit import RateLimited, hit
 from oauth.config import mcp_resource
@@ -185,22 +186,16 @@ class RegistrationView(DynamicClientRegistrationView):
         return response
 
 
-@login_required
 @require_http_methods(["GET"])
-def connected_apps(request: HttpRequest) -> HttpResponse:
-    member = principal_for_user(request.user)
-    if member is None:
-        raise Http404
+@member_required
+def connected_apps(request: HttpRequest, member: Member) -> HttpResponse:
     context = {"connections": connections_for(member), "mcp_url": mcp_resource(settings.BRAIN_BASE_URL)}
     return render(request, "oauth/connected_apps.html", context)
 
 
-@login_required
 @require_POST
-def connected_app_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
-    member = principal_for_user(request.user)
-    if member is None:
-        raise Http404
+@member_required
+def connected_app_revoke(request: HttpRequest, member: Member, application_id: int) -> HttpResponse:
     try:
         revoked = connection_revoke(actor=member, application_id=application_id)
     except ObjectDoesNotExist as exc:
