@@ -23,8 +23,8 @@ from brain.callers import Caller
 from brain.errors import error_body
 from corpus.models import Page, Source
 from grants.models import Member
-from mcp_api.memory_tools import THE_TEAM, MemoryOut, memory_out
-from mcp_api.tools import PageRef, SourceRef
+from mcp_api.tools.corpus import PageRef, SourceRef
+from mcp_api.tools.memory import THE_TEAM, MemoryOut, memory_out
 from memory.models import Memory
 
 

@@ -62,7 +62,8 @@ class MoveKeepsDraftTests(BrainTestCase):
     def test_moving_a_page_keeps_the_edits_drafted_on_the_build(self) -> None:
         from brain.callers import BUILD, Caller
         from builds.services import build_move_page, build_open
-        from mcp_api.tools import PathArgs, read_draft
+        from mcp_api.tools.branch import read_draft
+        from mcp_api.tools.corpus import PathArgs
         from tests.base import publish
 
         publish("topics/pricing/old.md", title="Old", body="# Old\n\nLive text.\n")

@@ -81,7 +81,7 @@ class ExportTests(BrainTestCase):
         import datetime as dt
 
         from brain.callers import PERSON, Caller
-        from mcp_api.tools import FigureArgs, read_figure
+        from mcp_api.tools.corpus import FigureArgs, read_figure
 
         figure_record(actor=SYSTEM, page_path="topics/pricing/price-list.md", key="seat-price", value="14",
                       unit="EUR", as_of=dt.date(2026, 6, 1), source_key="secret/board")  # fmt: skip
