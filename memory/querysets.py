@@ -11,21 +11,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
-from django.db import models
 from django.db.models import Exists, Q
 
 from grants.principals import Principal
+from grants.querysets import RestrictedQuerySet
 
 if TYPE_CHECKING:
     from memory.models import Memory
 
 
-class MemoryQuerySet(models.QuerySet["Memory"]):
-    def visible_to(self, principal: Principal | None) -> MemoryQuerySet:
-        """Memories ``principal`` may read; the reader's own activeness is checked in the query."""
+class MemoryQuerySet(RestrictedQuerySet["Memory"]):
+    def restrict(self, principal: Principal, permission: int | str = "read") -> MemoryQuerySet:
+        """Memories ``principal`` may read; the reader's own activeness is checked in the query.
+
+        Memories have no grants: the layer decides, and reading is all there is to ask here
+        (who may change one is ``memory.services.editable``).
+        """
         from grants.models import Member
 
-        if not isinstance(principal, Member):
+        if permission not in ("read", 1) or not isinstance(principal, Member):
             return self.none()
         reader_active = Exists(Member.objects.filter(pk=principal.pk, is_active=True, user__is_active=True))
         return self.filter(reader_active).filter(
