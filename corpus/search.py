@@ -34,6 +34,7 @@ from django.db import connection, transaction
 
 from brain import embeddings, fusion
 from brain.domain import DomainError
+from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows_sql
 from corpus import lexical
 from corpus.models import Page
 from corpus.paths import PathError, validate_scope_path
@@ -332,16 +333,16 @@ def _candidates(
         params += [max(limit * 5, 200), limit]
     if not arms:
         return []
+    exact_sql, exact_params = ScanRule(exact_pages, exact_fraction).sql(
+        "SELECT count(*) FROM vis", table_rows_sql("corpus_page")
+    )
     sql = f"""
         WITH vis AS MATERIALIZED ({visible_sql}),
              vis_count AS (
-                 -- reltuples is the planner's page count (-1 before the first ANALYZE); a
-                 -- fraction of 1 or more means "no share limit". vis may list a page twice
-                 -- (two grants reach it): the count only picks the faster plan, and an
-                 -- over-count picks the HNSW one, which is always correct.
-                 SELECT (SELECT count(*) FROM vis) <= LEAST(
-                            %s, CASE WHEN %s >= 1 OR r.t < 0 THEN %s ELSE GREATEST(1, %s * r.t) END) AS exact
-                   FROM (SELECT reltuples AS t FROM pg_class WHERE oid = 'corpus_page'::regclass) r),
+                 -- brain.vector_scan's rule. vis may list a page twice (two grants reach
+                 -- it): the count only picks the faster plan, and an over-count picks the
+                 -- HNSW one, which is always correct.
+                 SELECT {exact_sql} AS exact),
              {f"lex AS MATERIALIZED ({tsquery.source})," if tsquery is not None else ""}
              candidates AS ({" UNION ALL ".join(arms)})
         SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank,
@@ -354,19 +355,17 @@ def _candidates(
           JOIN corpus_page p ON p.current_revision_id = live.revision_id
     """
     lex_params = tsquery.params if tsquery is not None else []
-    params = [*visible_params, exact_pages, exact_fraction, exact_pages, exact_fraction, *lex_params, *params]
+    params = [*visible_params, *exact_params, *lex_params, *params]
     with transaction.atomic(), connection.cursor() as cursor:
         # For this transaction only, in one round trip:
-        # - iterative index scans: keep walking the HNSW graph until LIMIT rows pass the
-        #   access filter, so a caller who sees 5 % of the corpus still gets k results;
+        # - the HNSW walk's settings (brain.vector_scan: iterative scanning, the beam);
         # - work_mem large enough that the visible-revision set is always hashed (the
         #   planner falls back to a linear scan per candidate when it would not fit);
         # - no JIT: compiling costs more than this query ever runs.
+        hnsw_sql, hnsw_params = hnsw_settings_sql(ef_search)
         cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-            " set_config('hnsw.ef_search', %s, true), set_config('work_mem', %s, true),"
-            " set_config('jit', 'off', true)",
-            [str(ef_search), work_mem],
+            f"SELECT {hnsw_sql}, set_config('work_mem', %s, true), set_config('jit', 'off', true)",
+            [*hnsw_params, work_mem],
         )
         cursor.execute(sql, params)
         return list(cursor.fetchall())

@@ -337,12 +337,15 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     semantic hit needs similarity >= ``SOURCE_MIN_SIMILARITY`` so an unrelated question
     finds nothing rather than everything.
     """
+    from django.db import connection, transaction
+    from django.db.models import ExpressionWrapper, FloatField, Value
     from pgvector.django import CosineDistance
 
     from brain import embeddings, fusion
+    from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows
     from brain.vectors import current_model_q
     from corpus.models import SourceChunk
-    from corpus.search import query_embedding
+    from corpus.search import query_embedding, search_settings
 
     limit = max(1, min(limit, 100))
     visible = Source.objects.visible_to(principal, "read")
@@ -360,16 +363,29 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     except embeddings.EmbeddingError:
         embedding = None
     if embedding is not None:
-        nearest = (
-            SourceChunk.objects.filter(current_model_q(), source__in=visible.values("pk"))
-            .annotate(distance=CosineDistance("embedding", embedding))
-            .filter(distance__lte=1 - SOURCE_MIN_SIMILARITY)
-            .order_by("distance")
-            .values_list("source_id", "distance")[:100]
-        )
+        # brain.vector_scan's rule, as for pages: few visible captures → exact distances over
+        # their chunks; otherwise the HNSW index, walked iteratively until enough pass the filter.
+        config = search_settings()
+        rule = ScanRule(int(config["EXACT_PAGES"]), float(config["EXACT_FRACTION"]))
+        exact = rule.exact(visible[: rule.limit + 1].count(), table_rows("corpus_source"))
+        distance: Any = CosineDistance("embedding", embedding)
+        if exact:
+            distance = ExpressionWrapper(distance + Value(0.0), output_field=FloatField())  # keeps the index out
+        with transaction.atomic():
+            if not exact:
+                hnsw_sql, hnsw_params = hnsw_settings_sql(max(int(config["EF_SEARCH"]), 100))
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SELECT {hnsw_sql}", hnsw_params)
+            nearest = list(
+                SourceChunk.objects.filter(current_model_q(), source__in=visible.values("pk"))
+                .annotate(distance=distance)
+                .filter(distance__lte=1 - SOURCE_MIN_SIMILARITY)
+                .order_by("distance")
+                .values_list("source_id", "distance")[:100]
+            )
         closest: dict[int, float] = {}
-        for pk, distance in nearest:  # a capture is as close as its closest chunk
-            closest.setdefault(pk, 1.0 - float(distance))
+        for pk, found in nearest:  # a capture is as close as its closest chunk
+            closest.setdefault(pk, 1.0 - float(found))
         arms["semantic"] = list(closest.items())[:50]
     scores = fusion.fuse(arms, method="rrf")
     ordered = sorted(scores, key=lambda pk: (-scores[pk], pk))[:limit]

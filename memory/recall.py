@@ -35,6 +35,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from brain import embeddings, fusion
+from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows
 from brain.vectors import current_model_q
 from corpus.lexical import normalise
 from corpus.search import query_embedding, tsquery_sql
@@ -221,16 +222,14 @@ def memory_recall(
             # island in its graph, and at 50k memories even ef_search 400 found the right one
             # for only 4 questions in 36 (bench/memory_recall.py). "+ 0" keeps the planner off
             # the index. Beyond the limit, HNSW with a wide beam and iterative scanning.
-            exact = _few_enough_to_scan(candidates, settings.BRAIN_MEMORY_EXACT_LIMIT)
+            exact = _few_enough_to_scan(candidates, ScanRule(settings.BRAIN_MEMORY_EXACT_LIMIT))
             distance: Any = CosineDistance("embedding", vector)
             if exact:
                 distance = ExpressionWrapper(distance + Value(0.0), output_field=FloatField())
             else:
+                hnsw_sql, hnsw_params = hnsw_settings_sql(settings.BRAIN_MEMORY_EF_SEARCH)
                 with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                    cursor.execute(
-                        "SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.BRAIN_MEMORY_EF_SEARCH)]
-                    )
+                    cursor.execute(f"SELECT {hnsw_sql}", hnsw_params)
             dense = (
                 candidates.annotate(distance=distance).order_by("distance").values_list("pk", "distance")[:CANDIDATES]
             )
@@ -301,20 +300,13 @@ def memory_recall(
     return response
 
 
-def _few_enough_to_scan(candidates: Any, limit: int) -> bool:
-    """True when at most ``limit`` memories are candidates.
-
-    Counting is a scan of the whole (wide) table — 34 ms of an 84 ms recall at 50k — so
-    when the table itself holds at most ``limit`` rows by the planner's statistics the
-    answer is yes without counting. Stale statistics can only err towards the exact scan,
-    which is always right, only slower.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_memory'::regclass")
-        row = cursor.fetchone()
-    if row is not None and 0 < row[0] <= limit:  # -1: never analysed; 0: empty (counting is free)
+def _few_enough_to_scan(candidates: Any, rule: ScanRule) -> bool:
+    """``brain.vector_scan``'s rule for the caller's candidate memories: no count when the whole
+    table is within it, else a count that stops at the limit."""
+    rows = table_rows("memory_memory")
+    if rows == 0 or rule.exact_without_counting(rows):  # 0: empty, counting is free
         return True
-    return bool(candidates[: limit + 1].count() <= limit)
+    return rule.exact(candidates[: rule.limit + 1].count(), rows)
 
 
 def _expand(actor: Member, results: list[Recalled], hops: int, base: Any) -> list[Recalled]:
