@@ -14,7 +14,7 @@ _WELL_FORMED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$")
 
 def accept_or_new(incoming: str | None) -> str:
     """Keep a well-formed incoming ``x-request-id``; otherwise mint a uuid4."""
-    if incoming and _WELL_FORMED.match(incoming):
+    if incoming and _WELL_FORMED.fullmatch(incoming):
         return incoming
     return str(uuid.uuid4())
 

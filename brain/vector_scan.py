@@ -56,7 +56,7 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def table_rows_sql(table: str) -> str:
     """The planner's row estimate of ``table``, a table name from our own code (checked)."""
-    if not _IDENTIFIER.match(table):
+    if not _IDENTIFIER.fullmatch(table):
         raise ValueError(f"not a table name: {table!r}")
     return f"(SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass)"  # noqa: S608 (checked above)
 

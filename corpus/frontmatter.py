@@ -163,7 +163,7 @@ def _title_from(body: str, path: str) -> str:
 
 def validate_source_id(source_id: object) -> str:
     """A capture id such as ``gdrive/2026-01-15-northwind-msa``: canonical segments, ≤ 200 chars."""
-    if not isinstance(source_id, str) or len(source_id) > MAX_SOURCE_ID or not _SOURCE_ID.match(source_id):
+    if not isinstance(source_id, str) or len(source_id) > MAX_SOURCE_ID or not _SOURCE_ID.fullmatch(source_id):
         raise ValueError("a capture id is lower-case a-z, 0-9, '.', '-', '_' segments joined by '/' (≤ 200 chars)")
     if any(segment in {".", ".."} for segment in source_id.split("/")):
         raise ValueError("a capture id must not contain '.' or '..' segments")
@@ -232,7 +232,7 @@ def parse_page(path: str, markdown: str) -> PageDocument:
             problems.append(Problem(key, "is required"))
 
     page_type = meta.get("type")
-    if page_type not in (None, "") and (not isinstance(page_type, str) or not _TYPE.match(page_type)):
+    if page_type not in (None, "") and (not isinstance(page_type, str) or not _TYPE.fullmatch(page_type)):
         problems.append(Problem("type", "must be a lower-case word (a-z, 0-9, '-', '_'; ≤ 32 chars)"))
     owner = meta.get("owner")
     if owner not in (None, "") and not isinstance(owner, str):

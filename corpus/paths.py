@@ -69,7 +69,7 @@ def _check_segments(segments: list[str]) -> None:
             raise PathError("dot_segment", "path must not contain '.' or '..' segments")
         if segment.startswith("."):
             raise PathError("hidden_segment", "path segments must not start with '.'")
-        if not _SEGMENT.match(segment):
+        if not _SEGMENT.fullmatch(segment):
             raise PathError("character", "path may only contain a-z, 0-9, '-', '_', '.' and '/'")
 
 
@@ -113,6 +113,6 @@ _CATEGORY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
 def validate_category(category: object) -> str:
     """A category: 1–64 of a-z, 0-9, '-', '_', starting with a letter or digit."""
-    if not isinstance(category, str) or not _CATEGORY.match(category):
+    if not isinstance(category, str) or not _CATEGORY.fullmatch(category):
         raise PathError("category", "category must be 1-64 characters of a-z, 0-9, '-', '_' (starting a-z or 0-9)")
     return category

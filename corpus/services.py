@@ -635,7 +635,7 @@ def figure_check(*, actor: Principal, page_path: str, key: str, value: object, u
     """The value as a number, once key, value and unit are well formed and hold no secret
     (``ValidationError`` naming each bad field; ``SecretRefused``). No permission check."""
     errors: dict[str, str] = {}
-    if not re.match(r"^[a-z0-9][a-z0-9._-]{0,127}$", key or ""):
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,127}", key or ""):
         errors["key"] = "figure key is 1-128 of a-z, 0-9, '.', '-', '_'"
     try:
         number = Decimal(str(value))

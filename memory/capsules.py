@@ -183,7 +183,7 @@ def get_capsule(*, member: Member, kind: str, project_id: str | None = None, wor
     if kind not in SLOTS:
         raise MemoryInvalid('kind must be "core" or "project"')
     if kind == "project":
-        if not isinstance(project_id, str) or not PROJECT_ID.match(project_id):
+        if not isinstance(project_id, str) or not PROJECT_ID.fullmatch(project_id):
             raise MemoryInvalid("project id must match ^[a-z0-9][a-z0-9_-]{0,63}$")
     else:
         project_id = None

@@ -111,7 +111,7 @@ def _capsule_problems(member: Member | None, layer: QuerySet[Memory]) -> list[di
     problems = []
     for kind, project in sorted(targets, key=lambda target: (target[0], target[1] or "")):
         name = "core" if kind == "core" else f"project {project}"
-        if kind == "project" and not capsules.PROJECT_ID.match(project or ""):
+        if kind == "project" and not capsules.PROJECT_ID.fullmatch(project or ""):
             problems.append({"capsule": name, "problem": "the project id is not valid"})
             continue
         try:

@@ -71,7 +71,7 @@ def remote_transport(url: str) -> str:
         raise ValueError("the remote URL is empty or has spaces or control characters")
     if url.startswith("-"):
         raise ValueError("the remote URL may not start with '-'")
-    if SCP_LIKE.match(url):
+    if SCP_LIKE.fullmatch(url):
         return "ssh"
     parts = urlsplit(url)
     if parts.scheme not in {"file", "http", "https", "ssh"}:
@@ -90,7 +90,7 @@ def remote_transport(url: str) -> str:
 
 
 def check_branch(branch: str) -> str:
-    if not BRANCH.match(branch) or branch.endswith(".lock"):
+    if not BRANCH.fullmatch(branch) or branch.endswith(".lock"):
         raise ValueError("the branch is letters, digits, '.', '_', '-' and '/' (like main or brain/mirror)")
     return branch
 
@@ -130,7 +130,7 @@ class Repository:
     # -- reading the cache
 
     def has_commit(self, sha: str) -> bool:
-        if not SHA.match(sha):
+        if not SHA.fullmatch(sha):
             return False
         done = self._run(["cat-file", "-e", f"{sha}^{{commit}}"], check=False)
         return done.returncode == 0
