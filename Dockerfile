@@ -8,7 +8,8 @@ COPY requirements.txt requirements-nodeps.txt constraints.txt ./
 RUN pip install --no-cache-dir -r requirements.txt -c constraints.txt \
  && pip install --no-cache-dir --no-deps -r requirements-nodeps.txt
 COPY . .
-RUN useradd --system --uid 1000 brain && mkdir -p var && chown -R brain var
+# var/media exists in the image so a new named volume mounted there starts owned by brain.
+RUN useradd --system --uid 1000 brain && mkdir -p var/media && chown -R brain var
 USER brain
 RUN BRAIN_SECRET_KEY=build-only-collectstatic-key-not-used-at-runtime DATABASE_URL=postgresql://x@localhost/x \
     REDIS_URL=redis://localhost:6379/0 python manage.py collectstatic --noinput

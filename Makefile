@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-browser browser lint typecheck migrations-check check services-up services-down services-status bench bench-retrieval bench-search-scale bench-mcp bench-rest bench-export bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-web bench-answers conformance
+.PHONY: run test test-browser browser lint typecheck migrations-check check services-up services-down services-status backup restore bench bench-retrieval bench-search-scale bench-mcp bench-rest bench-export bench-memory bench-capsules bench-ingest bench-secrets bench-hostile bench-web bench-answers bench-load conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,15 @@ services-down: $(STAMP)
 services-status: $(STAMP)
 	$(PY) -m brain.launcher status
 
+# The embedded brain (database, media, keys) into one 0600 archive in var/backups/, or FILE=path
+# (docs/operations.md, "Backups and restore").
+backup: $(STAMP)
+	$(PY) -m brain.backup backup $(if $(FILE),--file "$(FILE)")
+
+# The newest archive in var/backups/ (or FILE=path) into var/; FORCE=1 replaces a database that is not empty.
+restore: $(STAMP)
+	$(PY) -m brain.backup restore $(if $(FILE),--file "$(FILE)") $(if $(filter 1 yes true,$(FORCE)),--force)
+
 bench: $(STAMP)
 	$(PY) bench/embeddings.py
 
@@ -111,6 +120,11 @@ bench-hostile: $(STAMP)
 # The extractive answerer on the PostgreSQL-manual set (a few minutes: the corpus is embedded).
 bench-answers: $(STAMP)
 	$(PY) -m bench.answers
+
+# Load at 50 clients for 60 s on a private copy of `make run`'s processes: throughput, p50/p95/p99,
+# 429s and Retry-After, 5xx, people's reads against one client, lost writes (about 3 minutes).
+bench-load: $(STAMP)
+	$(PY) -m bench.load
 
 # The official MCP conformance suite (npm, with its own Node 22) against a running server.
 CONFORMANCE_STAMP := conformance/node_modules/.installed
