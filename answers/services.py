@@ -311,7 +311,11 @@ def question_run(question_id: int) -> str:
     except llm.LLMError as failure:
         fields = {"status": Question.Status.FAILED, "refusal_reason": str(failure)[:300], "mode": "model"}
     fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), lease_until=None)
-    Question.objects.filter(pk=question.pk).update(**fields)
+    # Only while this run holds the lease (each lease counts an attempt): a run that outlived
+    # it, and was taken over, must not overwrite the answer the other run gives.
+    held = Question.objects.filter(pk=question.pk, status=Question.Status.RUNNING, attempts=question.attempts)
+    if not held.update(**fields):
+        return "lease-lost"
     return str(fields["status"])
 
 

@@ -17,10 +17,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from brain import embeddings
@@ -33,6 +32,7 @@ from grants.audit import audit_record
 from grants.models import Member
 from ingest.converters import ConversionFailed, Unsupported, convert, sniff
 from ingest.models import Document, Extraction
+from ingest.storage import original_store
 
 logger = logging.getLogger(__name__)
 LEASE = dt.timedelta(minutes=10)
@@ -57,8 +57,9 @@ def document_ingest(
     not by returning it, nor by a taken default key: they get a capture of their own (the
     stored original is shared, it is not copied).
 
-    Raises ``ValidationError`` naming the problem (too large, unsupported type, bad key…)
-    and ``PermissionDenied`` without ``suggest`` on ``captures/<key>``; nothing is stored then.
+    Raises ``ValidationError`` naming the problem (too large, unsupported type, bad key…),
+    ``PermissionDenied`` without ``suggest`` on ``captures/<key>`` and ``StorageFull`` when
+    the media storage has no room; nothing is stored then (no row, no partial file).
     """
     try:
         refuse_all([("filename", filename), ("title", title), ("key", key)])
@@ -90,8 +91,9 @@ def document_ingest(
             title=(title or filename or capture_key)[:300], text="", category=category, sensitivity=sensitivity,
             captured_at=timezone.now(),
         )  # fmt: skip
-        if not default_storage.exists(storage_name):
-            default_storage.save(storage_name, ContentFile(data))
+        # After the rows that check permissions, before the rest: a full disk (``StorageFull``)
+        # rolls the capture back, and never leaves a partial file behind.
+        original_store(storage_name, data)
         document = Document.objects.create(
             source=source, sha256=digest, storage_name=storage_name, size=len(data), detected_type=detected,
             filename=filename[:255], uploaded_by=actor,
@@ -162,6 +164,11 @@ def extraction_run(extraction_id: int) -> str:
         return "failed"
     pieces, vectors, model = _chunks_and_vectors(text)
     with transaction.atomic():
+        if not _still_held(extraction):
+            # The lease expired and another worker took this extraction over: it writes the
+            # text and chunks, once; a second delete-and-insert here could double them.
+            logger.warning("extraction %s: lease lost, nothing written", extraction.pk)
+            return "lease-lost"
         Source.objects.filter(pk=document.source_id).update(text=text, updated_at=timezone.now())
         SourceChunk.objects.filter(source_id=document.source_id).delete()
         SourceChunk.objects.bulk_create(
@@ -192,9 +199,21 @@ def _chunks_and_vectors(text: str) -> tuple[list[str], list[list[float]] | None,
     return pieces, vectors, model
 
 
+def _held(extraction: Extraction) -> QuerySet[Extraction]:
+    """This run's lease: the row still running under the attempt that leased it (each lease
+    counts an attempt, so the number tells one lease from the next)."""
+    return Extraction.objects.filter(pk=extraction.pk, status=Extraction.Status.RUNNING, attempts=extraction.attempts)
+
+
+def _still_held(extraction: Extraction) -> bool:
+    """Lock the row and say whether this run still holds the lease (call in a transaction)."""
+    return _held(extraction).select_for_update().exists()
+
+
 def _finish(extraction: Extraction, started: float, **fields: Any) -> None:
+    """Record how the run ended, only if it still holds the lease (a run that lost it writes nothing)."""
     fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), lease_until=None)
-    Extraction.objects.filter(pk=extraction.pk).update(**fields)
+    _held(extraction).update(**fields)
 
 
 def extractions_sweep() -> int:

@@ -30,6 +30,7 @@ from grants.principals import principal_for_user
 from ingest.models import Extraction
 from ingest.selectors import uploads_of
 from ingest.services import document_ingest, extraction_retry
+from ingest.storage import StorageFull
 from mcp_api.ratelimit import RateLimited, hit, limited_view, throttled
 from memory.api import api_member
 
@@ -74,6 +75,7 @@ def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Extraction:
 def upload(request: HttpRequest) -> HttpResponseBase:
     member = _member(request)
     problems: list[str] = []
+    status = 400  # of a refusal; a full storage says 507
     if request.method == "POST":
         try:
             started = timezone.now()
@@ -89,6 +91,8 @@ def upload(request: HttpRequest) -> HttpResponseBase:
             problems = invalid.messages
         except PermissionDenied as denied:
             problems = [str(denied) or "You may not add captures there."]
+        except StorageFull as full:
+            problems, status = [full.safe_message], full.status
     # What was typed comes back on a refusal, except a field holding a secret: never echo one.
     typed = {
         name: value
@@ -96,7 +100,7 @@ def upload(request: HttpRequest) -> HttpResponseBase:
         if (value := request.POST.get(name, "")) and not find(value)
     }
     context = {"problems": problems, "typed": typed}
-    return render(request, "ingest/upload.html", context, status=400 if problems else 200)
+    return render(request, "ingest/upload.html", context, status=status if problems else 200)
 
 
 @login_required
@@ -190,6 +194,8 @@ def api_sources(request: HttpRequest) -> HttpResponse:
         return json_error("invalid", "; ".join(invalid.messages), 400)
     except PermissionDenied as denied:
         return json_error("forbidden", str(denied) or "You may not add captures there.", 403)
+    except StorageFull as full:
+        return json_error(full.code, full.safe_message, full.status)
     key = extraction.document.source.key
     body = {"key": key, "citation": f"capture:{key}", "extraction": extraction_status(extraction),
             "status_url": reverse("ingest:api-source", kwargs={"key": key})}  # fmt: skip

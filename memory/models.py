@@ -362,3 +362,54 @@ class PromptCapsuleRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.layer}@{self.revision[:8]}"
+
+
+class MemoryVerdictJob(models.Model):
+    """One model verdict to take on a captured memory and its closest neighbour (``memory.settle``).
+
+    Created in the capture's transaction, so a verdict is never lost between the commit and
+    the queue: the Celery message only says "run job N". A worker claims the job with a
+    conditional UPDATE that sets a fresh ``lease_token``; the verdict is applied in the same
+    transaction that checks the token is still its own and marks the job ``done``, so a
+    worker that outlived its lease (another took the job over) applies nothing. A worker
+    killed mid-run leaves an expired lease; ``memory.verdicts_sweep`` (beat, every minute)
+    sends the job again. Only ids and the similarity are kept — never memory text — and the
+    memory ids are plain values, not foreign keys: a verdict may delete the new memory
+    (``merge``, ``replace``) and the job must outlive it.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    new_memory_id = models.UUIDField()
+    old_memory_id = models.UUIDField()
+    similarity = models.FloatField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    # What the run did: the verdict applied, "no-verdict" or "skipped" (see memory.verdicts).
+    outcome = models.CharField(max_length=16, blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Every claim, release and finish moves it: "queued and untouched for a while" is the
+    # sweep's test for a message that was never sent (or a retry whose message was lost).
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=["queued", "running", "done", "failed"]), name="memory_verdict_job_state"
+            ),
+            # A capture queues at most one verdict for its pair.
+            models.UniqueConstraint(fields=["new_memory_id", "old_memory_id"], name="memory_verdict_job_pair"),
+        ]
+        indexes = [models.Index(fields=["state", "lease_expires_at"], name="memory_verdict_job_lease")]
+
+    def __str__(self) -> str:
+        return f"verdict job {self.pk} ({self.state})"

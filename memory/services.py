@@ -23,7 +23,6 @@ from pgvector.django import CosineDistance
 
 from brain import bearer, callers, embeddings
 from brain.callers import Caller
-from brain.jobs import enqueue_on_commit
 from brain.text.secrets import NulRefused, SecretRefused, refuse
 from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
@@ -422,15 +421,19 @@ def _link_system(memory: Memory, other: Memory, type: str) -> None:
 
 
 def _queue_verdict(new: Memory, old: Memory, similarity: float) -> None:
-    """After commit, ask the model about the new memory and its closest neighbour (``memory.verdicts``)."""
+    """After commit, ask the model about the new memory and its closest neighbour (``memory.verdicts``).
+
+    The job's row is written in the capture's transaction (``memory.verdict_jobs``): a lost
+    message or a killed worker costs a sweep, never the verdict.
+    """
     from memory.verdicts import enabled, open_verdicts
 
     if not enabled() or not open_verdicts(new, old, similarity):
         return
 
-    from memory.tasks import memory_settle_task
+    from memory.verdict_jobs import verdict_job_queue
 
-    enqueue_on_commit(memory_settle_task, str(new.pk), str(old.pk), similarity)
+    verdict_job_queue(new, old, similarity)
 
 
 def _auto_link(actor: Member, memory: Memory, neighbours: list[tuple[Memory, float]]) -> list[MemoryLink]:

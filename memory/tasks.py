@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 
@@ -39,12 +40,27 @@ def memory_insights_task() -> None:
     retry_backoff=30,
     max_retries=3,
 )
-def memory_settle_task(new_id: str, old_id: str, similarity: float) -> None:
-    """Ask the model whether a new memory duplicates or contradicts its neighbour, and apply it."""
-    from memory.verdicts import memory_settle
+def memory_settle_task(job_id: int | str, *legacy: Any) -> None:
+    """Run verdict job ``job_id`` (``memory.verdict_jobs``): ask the model whether a new memory
+    duplicates or contradicts its neighbour, and apply the verdict once.
 
-    outcome = memory_settle(new_id=new_id, old_id=old_id, similarity=similarity)
-    logger.info("memory settle: %s", outcome)
+    A message queued before verdicts had rows carries ``new_id, old_id, similarity``; it is
+    settled directly, as it was then.
+    """
+    from memory.verdict_jobs import legacy_settle, verdict_job_run
+
+    outcome = legacy_settle(job_id, *legacy) if legacy else verdict_job_run(int(job_id))
+    logger.info("memory settle %s: %s", job_id, outcome)
+
+
+@shared_task(name="memory.verdicts_sweep", ignore_result=True)
+def memory_verdicts_sweep_task() -> None:
+    """Every minute: send again the verdict jobs whose worker died or whose message was lost."""
+    from memory.verdict_jobs import verdict_jobs_sweep
+
+    count = verdict_jobs_sweep()
+    if count:
+        logger.info("memory verdict sweep re-enqueued %d job(s)", count)
 
 
 @shared_task(name="memory.calendars_refresh", ignore_result=True)

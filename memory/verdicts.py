@@ -28,6 +28,7 @@ import re
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from brain import llm
 from memory.models import Memory, Status
@@ -108,12 +109,25 @@ def memory_settle(*, new_id: Any, old_id: Any, similarity: float) -> str:
     Idempotent and safe to run late: if either memory is gone, was moved to another layer,
     or the old one was deprecated meanwhile, nothing happens. Returns what was done
     (``skipped``, ``no-verdict`` or the verdict applied). Raises ``llm.LLMError`` when the
+    model is unreachable. (``memory.verdict_jobs`` runs the two halves, ``memory_judge`` and
+    ``verdict_apply``, around its lease.)
+    """
+    verdict = memory_judge(new_id=new_id, old_id=old_id, similarity=similarity)
+    if verdict not in VERDICTS:
+        return verdict
+    return verdict_apply(new_id=new_id, old_id=old_id, similarity=similarity, verdict=verdict)
+
+
+def memory_judge(*, new_id: Any, old_id: Any, similarity: float) -> str:
+    """The model's verdict on the pair as it is now: one of ``VERDICTS``, or ``skipped`` (no
+    model, a memory gone, nothing open to judge) or ``no-verdict`` (the reply held none).
+
+    Reads only; holds no lock while the model thinks. Raises ``llm.LLMError`` when the
     model is unreachable.
     """
     if not enabled():
         return "skipped"
-    memories = {str(memory.pk): memory for memory in Memory.objects.filter(pk__in=[new_id, old_id])}
-    new, old = memories.get(str(new_id)), memories.get(str(old_id))
+    new, old = _pair(Memory.objects.all(), new_id, old_id)
     if new is None or old is None:
         return "skipped"
     allowed = open_verdicts(new, old, similarity)
@@ -123,8 +137,30 @@ def memory_settle(*, new_id: Any, old_id: Any, similarity: float) -> str:
     if verdict is None:
         logger.info("memory verdict: the model gave none of %s", ",".join(allowed))
         return "no-verdict"
-    if verdict == "keep_both" and DUPLICATE_TAG not in new.tags:
-        return verdict  # nothing to clear
-    apply_duplicate_verdict(actor=new.author, new=new, old=old, verdict=verdict)
+    return verdict
+
+
+def verdict_apply(*, new_id: Any, old_id: Any, similarity: float, verdict: str) -> str:
+    """Apply ``verdict`` to the pair if it is still open for the pair as it is now; returns the
+    verdict, or ``skipped`` when the pair changed so that it no longer applies.
+
+    Both memories are locked and judged again first, so applying twice changes nothing the
+    second time: a contradiction deprecated the old memory, a merge or replace removed the
+    new one, a ``keep_both`` cleared the flag. (Against a canonical old memory a repeated
+    contradiction would count its win twice: the verdict job's lease token rules that out.)
+    Runs in its own transaction, or inside the caller's.
+    """
+    with transaction.atomic():
+        new, old = _pair(Memory.objects.select_for_update(), new_id, old_id)
+        if new is None or old is None or verdict not in open_verdicts(new, old, similarity):
+            return "skipped"
+        if verdict == "keep_both" and DUPLICATE_TAG not in new.tags:
+            return verdict  # nothing to clear
+        apply_duplicate_verdict(actor=new.author, new=new, old=old, verdict=verdict)
     logger.info("memory verdict applied: %s", verdict)
     return verdict
+
+
+def _pair(memories: Any, new_id: Any, old_id: Any) -> tuple[Memory | None, Memory | None]:
+    found = {str(memory.pk): memory for memory in memories.filter(pk__in=[new_id, old_id]).order_by("pk")}
+    return found.get(str(new_id)), found.get(str(old_id))

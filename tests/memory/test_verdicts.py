@@ -10,7 +10,7 @@ import pytest
 
 from brain import llm
 from memory import tasks
-from memory.models import LinkType, Memory, MemoryLink, Status
+from memory.models import LinkType, Memory, MemoryLink, MemoryVerdictJob, Status
 from memory.services import memory_remember, memory_share
 from memory.verdicts import memory_settle, parse_verdict
 from tests.fakes import FakeModel
@@ -47,6 +47,7 @@ class VerdictTests(MemoryTestCase):
         with mock.patch.object(tasks.memory_settle_task, "delay") as delay, self.captureOnCommitCallbacks(execute=True):
             new, old, similarity = self.flagged_pair()
         delay.assert_not_called()
+        assert not MemoryVerdictJob.objects.exists()
         assert memory_settle(new_id=new.pk, old_id=old.pk, similarity=similarity) == "skipped"
         new.refresh_from_db()
         assert "duplicate-candidate" in new.tags
@@ -59,7 +60,9 @@ class VerdictTests(MemoryTestCase):
             delay.assert_not_called()  # not before the capture commits
             for callback in callbacks:
                 callback()
-        delay.assert_called_once_with(str(new.pk), str(old.pk), similarity)
+        job = MemoryVerdictJob.objects.get(new_memory_id=new.pk, old_memory_id=old.pk)
+        assert job.similarity == similarity
+        delay.assert_called_once_with(job.pk)  # the job's row holds the rest (memory.verdict_jobs)
 
     def test_merge_appends_the_new_text_to_the_old_memory_and_forgets_the_new_row(self) -> None:
         fake = self.model("merge")
