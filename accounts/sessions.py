@@ -72,9 +72,10 @@ class SessionActivityMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         session = getattr(request, "session", None)
-        if session is None or not session.accessed:
+        if session is None or not session.accessed or response.status_code >= 500:
             # The request never read its session (a bearer-token API call): reading it now would
-            # only add "Vary: Cookie" to a response that does not depend on one.
+            # only add "Vary: Cookie" to a response that does not depend on one. A failed one
+            # (the database down: 503) has nothing to refresh, and reading the user would fail again.
             return response
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:

@@ -6,10 +6,24 @@ so the lowest modules — the secret detector itself — can raise a ``DomainErr
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
+import psycopg
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
+from django.db import InterfaceError, OperationalError
+
+logger = logging.getLogger(__name__)
+
+# How long a client is told to wait (``Retry-After``) when the database does not answer: an
+# embedded restart takes seconds, a managed failover tens of seconds; clients retry, not give up.
+UNAVAILABLE_RETRY_SECONDS = 10
+
+# What a lost, refused or restarting database raises: Django's wrappers (every ORM and cursor
+# call) and psycopg's own (code that holds the raw connection). Operational errors also cover
+# a cancelled statement, a deadlock or a serialisation failure — all worth a retry, none a bug.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 class DomainError(Exception):
@@ -30,15 +44,44 @@ class DomainError(Exception):
 
 @dataclass(frozen=True)
 class Problem:
-    """What a transport says about a refused call."""
+    """What a transport says about a refused call.
+
+    ``retry_after`` (seconds) is set when the call may simply be sent again later — every
+    transport then sends it as ``Retry-After``. A 503 is the service being unavailable, not a
+    refusal of this call: the MCP transport answers it at the HTTP level, not as a tool error.
+    """
 
     code: str
     status: int
     message: str
+    retry_after: int | None = None
+
+
+def database_unavailable(exc: BaseException) -> Problem | None:
+    """503 ``unavailable`` for a database that does not answer (down, restarting, connection
+    lost mid-request); None for anything else. Logged here, once per failed call, with the
+    driver's first line (psycopg's messages name the server and the reason, never a value)."""
+    if not isinstance(exc, DATABASE_UNAVAILABLE):
+        return None
+    first_line = next(iter(str(exc).splitlines()), "")
+    logger.warning("database unavailable: %s: %s", type(exc).__name__, first_line)
+    return Problem(
+        "unavailable",
+        503,
+        f"The database is not answering; try again in {UNAVAILABLE_RETRY_SECONDS} seconds.",
+        retry_after=UNAVAILABLE_RETRY_SECONDS,
+    )
 
 
 def problem_for(exc: BaseException) -> Problem | None:
-    """The one mapping from what services raise to (code, status, message); None: a bug (500)."""
+    """The one mapping from what services raise to (code, status, message); None: a bug (500).
+
+    Every transport uses it: the web views (``brain.middleware``, and ``brain.errors.server_error``
+    for what escapes a middleware), the REST API's exception handler, the MCP endpoints and the
+    memory API — so a database outage is the same 503 on each."""
+    unavailable = database_unavailable(exc)
+    if unavailable is not None:
+        return unavailable
     if isinstance(exc, DomainError):
         return Problem(exc.code, exc.status, exc.safe_message)
     if isinstance(exc, ObjectDoesNotExist):

@@ -7,15 +7,17 @@ plain template. Neither ever carries a stack, SQL, a file path or an internal id
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from brain.domain import problem_for
+from brain.domain import Problem, problem_for
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
 
@@ -23,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 
 # Paths whose clients are programs: they always get JSON errors.
-JSON_PREFIXES = ("/api/", "/healthz", "/oauth/", "/.well-known/")
+JSON_PREFIXES = ("/api/", "/healthz", "/oauth/", "/.well-known/", "/prompt-capsules/")
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -58,6 +60,25 @@ def _respond(request: HttpRequest, status: int, code: str, message: str) -> Http
     )
 
 
+def problem_response(request: HttpRequest, problem: Problem, *, api: bool = False) -> HttpResponse:
+    """A ``Problem`` in the shape the client expects (``api``: always JSON), with ``Retry-After``
+    when it has one.
+
+    The 503 page for people is rendered without the request: the context processors would
+    load the session and the user, which live in the database that is not answering.
+    """
+    if problem.status == 503 and not (api or wants_json(request)):
+        context = {"message": redact(problem.message), "request_id": get_request_id()}
+        response = HttpResponse(render_to_string("unavailable.html", context), status=503)
+    elif api:
+        response = json_error(problem.code, problem.message, problem.status)
+    else:
+        response = _respond(request, problem.status, problem.code, problem.message)
+    if problem.retry_after is not None:
+        response["Retry-After"] = str(problem.retry_after)
+    return response
+
+
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):
         # A body without a declared length that grew past the limit while being read.
@@ -74,6 +95,13 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    """Django's handler500, also reached by what escapes a middleware (the session or the user
+    loaded while the database is down): a mapped exception gets its answer (the 503), the rest
+    the 500 with the request id. Django calls it while handling the exception."""
+    handling = sys.exc_info()[1]
+    problem = problem_for(handling) if handling is not None else None
+    if problem is not None:
+        return problem_response(request, problem)
     return _respond(request, 500, "internal_error", "Something went wrong on our side. Quote the request id.")
 
 
@@ -84,7 +112,7 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     problem = problem_for(exc)
     if problem is not None:
         response_for_problem = Response(error_body(problem.code, problem.message), status=problem.status)
-        retry_after = getattr(exc, "retry_after", None)
+        retry_after = problem.retry_after if problem.retry_after is not None else getattr(exc, "retry_after", None)
         if retry_after is not None:
             response_for_problem["Retry-After"] = str(retry_after)
         return response_for_problem

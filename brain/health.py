@@ -1,4 +1,7 @@
-"""``GET /healthz``: is the database, pgvector and the broker reachable?
+"""``GET /healthz``: is the database, pgvector and Redis reachable?
+
+Redis is asked in both of its roles: the Celery broker (``CELERY_BROKER_URL``) and the cache
+and rate limits (``REDIS_URL``) — usually one server; ``redis`` is ``down`` when either is.
 
 Apps add details of their own with ``register_detail`` (the git mirrors' states): shown when
 the database is up, never deciding the status code — a mirror whose remote moved needs an
@@ -56,15 +59,16 @@ def _check_database() -> tuple[bool, str | None]:
     return True, (row[0] if row else None)
 
 
-def _check_broker() -> bool:
+def _ping(url: str, role: str) -> bool:
+    """Whether the Redis at ``url`` answers PING within a second (always asked: no outage memory)."""
     try:
-        client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=1, socket_timeout=1)
+        client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
         try:
             return bool(client.ping())
         finally:
             client.close()
     except (redis.RedisError, OSError, ValueError):
-        logger.warning("healthz: broker unreachable")
+        logger.warning("healthz: %s unreachable", role)
         return False
 
 
@@ -73,18 +77,21 @@ def _check_broker() -> bool:
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 with each component's state when all are up; 503 naming what is down."""
     database_ok, pgvector = _check_database()
-    broker_ok = _check_broker()
+    broker_ok = _ping(settings.CELERY_BROKER_URL, "broker")
+    cache_ok = broker_ok if settings.REDIS_URL == settings.CELERY_BROKER_URL else _ping(settings.REDIS_URL, "cache")
     body: dict[str, Any] = {
-        "ok": database_ok and pgvector is not None and broker_ok,
+        "ok": database_ok and pgvector is not None and broker_ok and cache_ok,
         "database": "ok" if database_ok else "down",
         "pgvector": pgvector or ("missing" if database_ok else "unknown"),
+        "redis": "ok" if broker_ok and cache_ok else "down",
         "broker": "ok" if broker_ok else "down",
+        "cache": "ok" if cache_ok else "down",
         "version": brain.__version__,
     }
     if database_ok:
         _details(body)
     if not body["ok"]:
-        down = [name for name in ("database", "broker") if body[name] == "down"]
+        down = [name for name in ("database", "broker", "cache") if body[name] == "down"]
         if database_ok and pgvector is None:
             down.append("pgvector")
         body["down"] = down

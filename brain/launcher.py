@@ -273,6 +273,26 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _previous_port(files: _RedisFiles) -> int | None:
+    """The port this Redis had before, if nothing listens on it now.
+
+    A restarted Redis keeps its URL, so web, worker and beat — started with the old URL —
+    reconnect by themselves instead of needing a restart. The probe binds as Redis does
+    (SO_REUSEADDR), so the old server's closing connections do not make the port look taken.
+    """
+    try:
+        port = int(files.portfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return None
+    return port
+
+
 def redis_running(redis_dir: Path | None = None) -> bool:
     """True when the embedded Redis for ``redis_dir`` (default ``var/redis``) answers."""
     return _running_redis(_RedisFiles((redis_dir or var_dir() / "redis").resolve())) is not None
@@ -296,7 +316,7 @@ def _start_redis(files: _RedisFiles) -> tuple[int, str]:
         files.passwordfile.touch(mode=0o600)
         files.passwordfile.write_text(secrets.token_hex(24))
     password = files.passwordfile.read_text().strip()
-    port = _free_port()
+    port = _previous_port(files) or _free_port()
     config = files.root / "redis.conf"
     # The password is in a 0600 config file, not on the command line (visible in ps).
     config.touch(mode=0o600)

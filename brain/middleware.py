@@ -67,8 +67,9 @@ class ContentSecurityPolicyMiddleware:
 class DomainErrorMiddleware:
     """The web views' translator: a refusal that escapes a view (a ``DomainError``, a missing
     row, a permission or validation error) becomes its status and safe message — the error
-    page for people, the JSON error for programs — instead of a server error. Anything else
-    propagates to Django's 500 handling, logged with the request id."""
+    page for people, the JSON error for programs — instead of a server error; so does a
+    database that stopped answering (503 with ``Retry-After``). Anything else propagates to
+    Django's 500 handling, logged with the request id."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -81,11 +82,11 @@ class DomainErrorMiddleware:
         from django.http import Http404
 
         from brain.domain import problem_for
-        from brain.errors import error_response
+        from brain.errors import problem_response
 
         if isinstance(exception, Http404 | PermissionDenied):
             return None  # Django's own handlers (brain.errors.page_not_found / permission_denied)
         problem = problem_for(exception)
         if problem is None:
             return None
-        return error_response(request, problem.status, problem.code, problem.message)
+        return problem_response(request, problem)

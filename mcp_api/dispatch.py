@@ -17,12 +17,13 @@ from typing import Any
 from pydantic import ValidationError as ArgsInvalid
 
 import brain
-from brain.domain import problem_for
+from brain.domain import DATABASE_UNAVAILABLE, problem_for
 from brain.inputs import InputRefused, refuse_nul
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
 from mcp_api import ratelimit
-from mcp_api.tools import Caller, tool_for, tools_for
+from mcp_api.base import Caller
+from mcp_api.tools import tool_for, tools_for
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +140,8 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         output = tool.handler(caller, args)
     except ratelimit.RateLimited:
         raise  # the view answers HTTP 429 with Retry-After
+    except DATABASE_UNAVAILABLE:
+        raise  # not this call's fault: the view answers HTTP 503 with Retry-After, not a tool error
     except Exception as failure:
         problem = problem_for(failure)  # the one mapping every transport uses
         if problem is None:

@@ -6,10 +6,19 @@ embedding counted per record, uploads and imports low, filing a question lowest.
 person's MCP clients, REST tokens and browser share each window (the key is the member),
 so no surface is a way around another's cap. Over the cap the caller gets HTTP 429 with
 ``Retry-After`` set to the seconds left in the window.
+
+While Redis does not answer, the limits fail open *to this process*: every class is still
+counted against the same caps, in windows kept in this process's memory, so nothing fails
+because Redis is down and no caller is unlimited — at most the cap once per web process
+(docs/operations.md, "Outages"). Failing closed would make a Redis outage a write outage,
+and the costly work behind the dearest classes (extractions, answers) cannot start anyway
+until workers reach the broker again. The switch and the return are logged once each
+(``brain.redis_outage``).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from functools import cache, wraps
@@ -18,6 +27,8 @@ from typing import Any, TypeVar
 import redis
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
+
+from brain.redis_outage import ERRORS, REDIS
 
 _View = TypeVar("_View", bound=Callable[..., HttpResponseBase])
 
@@ -52,13 +63,48 @@ def hit(*, principal_key: str, rate_class: str, now: float | None = None, cost: 
     window = int(moment // WINDOW_SECONDS)
     prefix = settings.CACHES["default"].get("KEY_PREFIX", "")
     key = f"{prefix}:mcp-rl:{rate_class}:{principal_key}:{window}"
-    # One round trip: create the window's counter with its expiry if new, then count.
-    pipe = _redis().pipeline(transaction=False)
-    pipe.set(key, 0, ex=WINDOW_SECONDS + 5, nx=True)
-    pipe.incrby(key, max(1, cost))
-    count = int(pipe.execute()[1])
+    count = _count(key, window, max(1, cost))
     if count > cap:
         raise RateLimited(retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(moment)))
+
+
+def _count(key: str, window: int, cost: int) -> int:
+    """The window's count after adding ``cost``: Redis's, shared by every process; this
+    process's own while Redis is not answering."""
+    if not REDIS.skip():
+        try:
+            # One round trip: create the window's counter with its expiry if new, then count.
+            pipe = _redis().pipeline(transaction=False)
+            pipe.set(key, 0, ex=WINDOW_SECONDS + 5, nx=True)
+            pipe.incrby(key, cost)
+            count = int(pipe.execute()[1])
+        except ERRORS as exc:
+            REDIS.failed(exc)
+        else:
+            REDIS.answered()
+            return count
+    return _LOCAL.count(key, window, cost)
+
+
+class _LocalWindows:
+    """This process's windows, for Redis outages: counts of the current window only (the
+    dictionary starts afresh when the window turns, so it never grows past one minute's callers)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._window = -1
+        self._counts: dict[str, int] = {}
+
+    def count(self, key: str, window: int, cost: int) -> int:
+        with self._lock:
+            if window > self._window:  # keys name their window: a late caller of the last one just counts
+                self._window = window
+                self._counts = {}
+            self._counts[key] = self._counts.get(key, 0) + cost
+            return self._counts[key]
+
+
+_LOCAL = _LocalWindows()
 
 
 def throttled(request: HttpRequest, limited: RateLimited, message: str, *, api: bool = False) -> HttpResponse:

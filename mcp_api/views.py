@@ -3,7 +3,8 @@
 Transport rules (shared by every MCP endpoint): POST only (GET/DELETE → 405 with
 ``Allow: POST``); a foreign ``Origin`` → 403; ``MCP-Protocol-Version`` absent → 2025-06-18,
 supported → echoed on every response (errors included), unsupported → 400 listing the
-supported ones; notifications → 202; every response carries ``x-request-id``.
+supported ones; notifications → 202; every response carries ``x-request-id``. Over a rate
+limit → 429, the database not answering → 503, both a JSON-RPC error with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -16,21 +17,35 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from brain.callers import bearer_token
+from brain.domain import problem_for
 from brain.inputs import InputRefused, parse_json
 from mcp_api.auth import build_caller, person_caller
+from mcp_api.base import Caller
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
 from mcp_api.ratelimit import RateLimited
-from mcp_api.tools import Caller
 from oauth.config import MCP_PATH
 
 MAX_BODY_BYTES = 1024 * 1024
 RATE_LIMITED = -32029  # implementation-defined server error range
+UNAVAILABLE = -32053  # likewise: the service is unavailable (HTTP 503), retry later
 
 
 def _json(body: dict[str, object], status: int, version: str) -> JsonResponse:
     response = JsonResponse(body, status=status)
     response["MCP-Protocol-Version"] = version
     response["Cache-Control"] = "no-store"
+    return response
+
+
+def _unavailable(failure: Exception, message_id: object, version: str) -> JsonResponse | None:
+    """The 503 for an exception ``problem_for`` maps to one (the database not answering), or None."""
+    problem = problem_for(failure)
+    if problem is None or problem.status != 503:
+        return None
+    body = error(message_id, UNAVAILABLE, problem.message, {"retry_after": problem.retry_after})
+    response = _json(body, 503, version)
+    if problem.retry_after is not None:
+        response["Retry-After"] = str(problem.retry_after)
     return response
 
 
@@ -78,7 +93,13 @@ def _endpoint(
             return _json(body, 400, DEFAULT_VERSION)
         if not _origin_allowed(request):
             return _json(error(None, INVALID_REQUEST, "Origin not allowed"), 403, version)
-        caller = authenticate(request)
+        try:
+            caller = authenticate(request)  # a database read
+        except Exception as failure:
+            unavailable = _unavailable(failure, None, version)
+            if unavailable is None:
+                raise
+            return unavailable
         if caller is None:
             refused = _json(error(None, INVALID_REQUEST, "A valid bearer credential is required."), 401, version)
             refused["WWW-Authenticate"] = challenge(request)
@@ -96,15 +117,20 @@ def _endpoint(
             return _json(
                 error(None, INVALID_REQUEST, "Batches are not supported: send one message per POST"), 400, version
             )
+        message_id = message.get("id") if isinstance(message, dict) else None
         try:
             answer = dispatch(message, caller, version)
         except RateLimited as limited:
-            message_id = message.get("id") if isinstance(message, dict) else None
             body = error(message_id, RATE_LIMITED, f"Rate limit exceeded; retry after {limited.retry_after} seconds.",
                          {"retry_after": limited.retry_after})  # fmt: skip
             throttled = _json(body, 429, version)
             throttled["Retry-After"] = str(limited.retry_after)
             return throttled
+        except Exception as failure:
+            unavailable = _unavailable(failure, message_id, version)
+            if unavailable is None:
+                raise
+            return unavailable
         if answer is None:
             accepted = HttpResponse(status=202)
             accepted["MCP-Protocol-Version"] = version

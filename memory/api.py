@@ -22,7 +22,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
 from brain.domain import problem_for
-from brain.errors import error_body, json_error
+from brain.errors import error_body, json_error, problem_response
 from brain.inputs import InputRefused, parse_json
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
@@ -85,7 +85,7 @@ def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "rea
                 problem = problem_for(failure)  # the one mapping every transport uses
                 if problem is None:
                     raise
-                return json_error(problem.code, problem.message, problem.status)
+                return problem_response(request, problem, api=True)
 
         return wrapped
 
