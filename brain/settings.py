@@ -185,6 +185,11 @@ if BRAIN_DB_PREPARED:
     # A threshold no query reaches: psycopg prepares only what asks for it (prepare=True);
     # None would disable even that.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 2**31})
+# QuerySet.iterator() outside a transaction (the memory export streams so) opens a server-side
+# cursor WITH HOLD that outlives its transaction; behind a transaction-mode pooler the next
+# fetch may reach another server connection, where the cursor does not exist. Turn them off
+# there with BRAIN_DB_SERVER_SIDE_CURSORS=false (iterator() then reads the rows in one go).
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = not env_bool("BRAIN_DB_SERVER_SIDE_CURSORS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --------------------------------------------------------------------------- redis, cache, celery
@@ -192,12 +197,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = _redis_url
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        # Django's Redis cache, for which Redis being down is a miss (brain/cache.py).
+        "BACKEND": "brain.cache.ResilientRedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "brain",
         "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
     }
 }
+# After Redis failed, the cache and the rate limits do without it this long before asking
+# again (brain/redis_outage.py): an outage costs one connect timeout per interval, not per call.
+BRAIN_REDIS_RETRY_SECONDS = env_int("BRAIN_REDIS_RETRY_SECONDS", 5, minimum=0, maximum=300)
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -221,6 +230,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # Extractions queued or leased by a worker that died get re-enqueued.
     "ingest-sweep": {"task": "ingest.sweep", "schedule": 60.0},
     "answers-sweep": {"task": "answers.sweep", "schedule": 60.0},
+    # Memory verdict jobs (memory.settle) whose worker died or whose message was lost.
+    "memory-verdicts-sweep": {"task": "memory.verdicts_sweep", "schedule": 60.0},
     "slack-sweep": {"task": "integrations.slack_sweep", "schedule": 60.0},
     # Expired OAuth tokens and authorization codes (django-oauth-toolkit's cleartokens).
     "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 24 * 60 * 60.0},
