@@ -91,6 +91,12 @@ bench-rest: $(STAMP)
 bench-mcp: $(STAMP)
 	$(PY) -m bench.mcp_throughput
 
+# Faults under way (minutes): workers SIGKILLed mid-job, then Postgres and Redis stopped under
+# load in a private stack; each prints its invariants (lost = 0, duplicated = 0).
+bench-faults: $(STAMP)
+	$(PY) -m bench.faults
+	$(PY) -m bench.faults_outages
+
 # Memory recall latency and quality at 10k and 50k memories, the model-free contradiction
 # check's precision/recall, and weekly insights' runtime at 5k and 50k (a few minutes).
 bench-memory: $(STAMP)
