@@ -10,9 +10,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from answers.models import Question
 from answers.services import question_ask
 from brain.text.secrets import NulRefused, SecretRefused
-from grants.decorators import member_required
+from grants.decorators import limited_view, member_required
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 
 
 @require_http_methods(["GET", "POST"])

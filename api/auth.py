@@ -17,9 +17,9 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from brain.callers import ALL_SCOPES, SESSION, SURFACES, Caller, admits, bearer_token, resolve
+from brain.ratelimit import RateLimited, hit
 from grants.models import Member
 from grants.principals import principal_for_user
-from mcp_api.ratelimit import RateLimited, hit
 
 
 class BearerAuthentication(BaseAuthentication):
@@ -71,7 +71,7 @@ class SurfacePermission(BasePermission):
 
 
 class RateWindowThrottle(BaseThrottle):
-    """The per-person Redis windows shared with MCP and the web (``mcp_api.ratelimit``)."""
+    """The per-person Redis windows shared with MCP and the web (``brain.ratelimit``)."""
 
     def __init__(self) -> None:
         self.retry_after = 0

@@ -3,7 +3,7 @@
 Redis holds the cache, the rate-limit windows and the Celery broker, and none of them may
 turn a Redis outage into failed requests (docs/operations.md, "Outages"). The callers that
 can do without Redis — the cache (``brain.cache``) and the rate limiter
-(``mcp_api.ratelimit``) — ask ``REDIS.skip()`` first: after a failure they go without Redis
+(``brain.ratelimit``) — ask ``REDIS.skip()`` first: after a failure they go without Redis
 for ``BRAIN_REDIS_RETRY_SECONDS`` instead of paying a connect timeout on every call, and the
 start and the end of an outage are each logged once per process, not once per request.
 ``/healthz`` never skips: it always asks Redis itself.

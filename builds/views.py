@@ -42,9 +42,9 @@ from builds.services import (
 from corpus.diffs import line_diff
 from corpus.models import Page
 from corpus.views import page_unavailable
+from grants.decorators import limited_view
 from grants.models import Member
 from grants.principals import principal_for_user
-from mcp_api.ratelimit import limited_view
 
 
 def _visible_or_404(request: HttpRequest, public_id: str) -> Build:

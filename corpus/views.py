@@ -20,8 +20,8 @@ from corpus.rendering import render_markdown
 from corpus.search import SearchError, search
 from corpus.search_results import group_by_page
 from corpus.selectors import page_figures, page_get_visible, page_links, page_view_of, source_get_visible
+from grants.decorators import limited_view
 from grants.principals import principal_for_user
-from mcp_api.ratelimit import limited_view
 
 
 @login_required

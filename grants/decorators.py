@@ -1,4 +1,6 @@
-"""``member_required``: a web view for a signed-in, active member, who is passed to it.
+"""Web-view decorators that know members: ``member_required`` and ``limited_view``.
+
+``member_required``: a web view for a signed-in, active member, who is passed to it.
 
 Anonymous → the sign-in page (Django's ``login_required``); a signed-in user who is not an
 active member (no member row, suspended, offboarded) → 404: to them there is nothing here,
@@ -14,6 +16,7 @@ from typing import Any, TypeVar
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponseBase
 
+from brain.ratelimit import RateLimited, hit, throttled
 from grants.models import Member
 from grants.principals import principal_for_user
 
@@ -32,3 +35,30 @@ def member_required(view: Callable[..., R]) -> Callable[..., R]:
         return view(request, member, *args, **kwargs)
 
     return wrapped
+
+
+_View = TypeVar("_View", bound=Callable[..., HttpResponseBase])
+
+
+def limited_view(rate_class: str, *, methods: tuple[str, ...] = ("POST",)) -> Callable[[_View], _View]:
+    """Rate-limit a signed-in person's web view (for ``methods``) in ``rate_class``.
+
+    The window is the member's, the same as their MCP and REST calls. Over the cap the
+    person gets the 429 page (or JSON) with ``Retry-After``; anonymous requests pass through
+    to the view's own sign-in handling.
+    """
+
+    def decorate(view: _View) -> _View:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            member = principal_for_user(request.user) if request.method in methods else None
+            if member is not None:
+                try:
+                    hit(principal_key=f"member:{member.pk}", rate_class=rate_class)
+                except RateLimited as limited:
+                    return throttled(request, limited, "Too many requests; try again in {seconds} seconds.")
+            return view(request, *args, **kwargs)
+
+        return wrapped  # type: ignore[return-value]
+
+    return decorate

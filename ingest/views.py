@@ -22,16 +22,17 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.errors import json_error
+from brain.ratelimit import RateLimited, hit, throttled
 from brain.text.secrets import find
 from corpus.models import Source
 from corpus.selectors import source_get_visible
+from grants.decorators import limited_view
 from grants.models import Member
 from grants.principals import principal_for_user
 from ingest.models import Extraction
 from ingest.selectors import uploads_of
 from ingest.services import document_ingest, extraction_retry
 from ingest.storage import StorageFull
-from mcp_api.ratelimit import RateLimited, hit, limited_view, throttled
 from memory.api import api_member
 
 

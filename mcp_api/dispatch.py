@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import ValidationError as ArgsInvalid
 
 import brain
+from brain import ratelimit
 from brain.domain import DATABASE_UNAVAILABLE, problem_for
 from brain.inputs import InputRefused, refuse_nul
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
-from mcp_api import ratelimit
 from mcp_api.base import Caller
 from mcp_api.tools import tool_for, tools_for
 

@@ -19,10 +19,10 @@ from django.views.decorators.csrf import csrf_exempt
 from brain.callers import bearer_token
 from brain.domain import problem_for
 from brain.inputs import InputRefused, parse_json
+from brain.ratelimit import RateLimited
 from mcp_api.auth import build_caller, person_caller
 from mcp_api.base import Caller
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
-from mcp_api.ratelimit import RateLimited
 from oauth.config import MCP_PATH
 
 MAX_BODY_BYTES = 1024 * 1024

@@ -24,9 +24,9 @@ from django.views.decorators.csrf import csrf_exempt
 from brain.domain import problem_for
 from brain.errors import error_body, json_error, problem_response
 from brain.inputs import InputRefused, parse_json
+from brain.ratelimit import RateLimited, hit, throttled
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.models import Member
-from mcp_api.ratelimit import RateLimited, hit, throttled
 from memory.classify import MemoryInvalid
 from memory.models import Memory
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall

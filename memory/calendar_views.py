@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from brain.errors import json_error
+from grants.decorators import limited_view
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 from memory.api import memory_api
 from memory.calendars import (
     MAX_BYTES,

@@ -25,8 +25,8 @@ from django.utils.http import MAX_URL_LENGTH
 from django.views.decorators.http import require_http_methods
 
 from brain.text.secrets import NulRefused, SecretRefused
+from grants.decorators import limited_view
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
 from memory.models import Workspace
 from memory.recall import memory_get

@@ -29,10 +29,10 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from brain.ratelimit import RateLimited, hit
 from brain.text.secrets import NulRefused, SecretRefused, find, refuse
 from grants.audit import audit_record
 from grants.models import Member
-from mcp_api.ratelimit import RateLimited, hit
 from memory.classify import MemoryInvalid
 from memory.mail_message import Attachment, ParsedMail, parse_mail
 from memory.models import Kind, Memory, MemoryPreference

@@ -12,8 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from grants.decorators import limited_view
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 from memory.inbound_mail import (
     MAX_ATTACHMENTS,
     inbound_address_disable,

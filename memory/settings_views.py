@@ -11,8 +11,8 @@ from django.http import HttpRequest, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from grants.decorators import limited_view
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 from memory.models import InsightDelivery, Workspace
 from memory.preferences import memory_preferences_save, preferences_of, team_memory_settings_save, team_settings
 from memory.services import capture_defaults

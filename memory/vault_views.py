@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from grants.decorators import limited_view
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
 from memory.vault_api import EXPORT_NAME
 from memory.vaults import ImportRefused, ImportReport, notion_import, obsidian_export, obsidian_import

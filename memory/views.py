@@ -19,9 +19,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.domain import DomainError
 from brain.text.secrets import NulRefused, SecretRefused
-from grants.decorators import member_required
+from grants.decorators import limited_view, member_required
 from grants.models import Member
-from mcp_api.ratelimit import limited_view
 from memory.classify import MemoryInvalid
 from memory.insights import latest_for
 from memory.models import PERSONAL_TOKEN_SCOPES, LinkType, Memory, MemoryApiToken, Workspace, default_personal_scopes

@@ -29,12 +29,12 @@ from oauth2_provider.views.dynamic_client_registration import (
 
 from brain.client_ip import client_ip
 from brain.inputs import InputRefused, parse_json
+from brain.ratelimit import RateLimited, hit
 from brain.text.secrets import NulRefused, SecretRefused, refuse
 from grants.audit import audit_record
 from grants.decorators import member_required
 from grants.models import Member
 from grants.principals import principal_for_user
-from mcp_api.ratelimit import RateLimited, hit
 from oauth.config import mcp_resource
 from oauth.selectors import connections_for
 from oauth.services import connection_revoke

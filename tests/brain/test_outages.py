@@ -42,6 +42,7 @@ from django.test import SimpleTestCase, TestCase, TransactionTestCase, override_
 from django.utils import timezone
 
 from bench.private_stack import Answer, PrivateStack, Seeded, private_stack
+from brain import ratelimit
 from brain.cache import ResilientRedisCache
 from brain.domain import UNAVAILABLE_RETRY_SECONDS, problem_for
 from brain.redis_outage import REDIS
@@ -52,7 +53,6 @@ from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from ingest.models import Extraction
 from ingest.services import document_ingest, extraction_run
-from mcp_api import ratelimit
 from memory.models import Memory, MemoryEvent
 from memory.services import api_token_issue
 from tests.base import page_markdown, start_of_fresh_rate_window

@@ -85,9 +85,9 @@ class CostlyPathsAreLimitedTests(BrainTestCase):
         self.assert_limited(self.client.post("/ask", {"text": "Who approves refunds?"}))
 
     def test_mcp_memory_writes_count_in_the_same_window_as_rest(self) -> None:
+        from brain.ratelimit import RateLimited
         from mcp_api.base import PERSON, Caller
         from mcp_api.dispatch import dispatch
-        from mcp_api.ratelimit import RateLimited
 
         capture = self.client.post(
             "/api/memory/capture", data=json.dumps({"content": "Backups run nightly."}),

@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from functools import cache, wraps
-from typing import Any, TypeVar
+from functools import cache
 
 import redis
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse
 
 from brain.redis_outage import ERRORS, REDIS
-
-_View = TypeVar("_View", bound=Callable[..., HttpResponseBase])
 
 WINDOW_SECONDS = 60
 
@@ -119,29 +115,3 @@ def throttled(request: HttpRequest, limited: RateLimited, message: str, *, api: 
     response = json_error("rate_limited", text, 429) if api else error_response(request, 429, "rate_limited", text)
     response["Retry-After"] = str(limited.retry_after)
     return response
-
-
-def limited_view(rate_class: str, *, methods: tuple[str, ...] = ("POST",)) -> Callable[[_View], _View]:
-    """Rate-limit a signed-in person's web view (for ``methods``) in ``rate_class``.
-
-    The window is the member's, the same as their MCP and REST calls. Over the cap the
-    person gets the 429 page (or JSON) with ``Retry-After``; anonymous requests pass through
-    to the view's own sign-in handling.
-    """
-
-    def decorate(view: _View) -> _View:
-        @wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            from grants.principals import principal_for_user
-
-            member = principal_for_user(request.user) if request.method in methods else None
-            if member is not None:
-                try:
-                    hit(principal_key=f"member:{member.pk}", rate_class=rate_class)
-                except RateLimited as limited:
-                    return throttled(request, limited, "Too many requests; try again in {seconds} seconds.")
-            return view(request, *args, **kwargs)
-
-        return wrapped  # type: ignore[return-value]
-
-    return decorate
