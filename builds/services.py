@@ -21,13 +21,13 @@ from django.utils import timezone
 from brain import bearer, callers
 from brain.callers import Caller
 from brain.domain import DomainError
+from brain.text.paths import validate_page_path
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, refuse_all
 from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, Promotion, Review
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
 from corpus.models import Page, Source
-from corpus.paths import validate_page_path
 from corpus.services import (
     ChunkStats,
     capture_key_assign,

@@ -19,7 +19,7 @@ from frontmatter.default_handlers import YAMLHandler
 
 from brain.domain import DomainError
 from brain.inputs import nested_deeper_than
-from corpus.paths import PathError, validate_category, validate_page_path
+from brain.text.paths import PathError, validate_category, validate_page_path
 from grants.models import Sensitivity
 from grants.principals import Principal
 

@@ -15,7 +15,7 @@ from typing import Any
 from django.urls import reverse
 from markdown_it import MarkdownIt
 
-from corpus.paths import PathError, validate_page_path
+from brain.text.paths import PathError, validate_page_path
 
 
 def _resolve(page_path: str, href: str) -> tuple[str, str] | None:

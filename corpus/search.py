@@ -34,10 +34,10 @@ from django.db import connection, transaction
 
 from brain import embeddings, fusion
 from brain.domain import DomainError
+from brain.text.paths import PathError, validate_scope_path
 from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows_sql
 from corpus import lexical
 from corpus.models import Page
-from corpus.paths import PathError, validate_scope_path
 from corpus.rendering import rendered_text
 from grants.predicates import visible_ids_sql
 from grants.principals import Principal, SystemPrincipal

@@ -34,6 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from brain import embeddings
+from brain.text.paths import PathError, validate_category
 from brain.text.secrets import SecretRefused, mask, refuse, refuse_all
 from corpus import lexical
 from corpus.chunking import ChunkText, chunk_markdown
@@ -49,7 +50,6 @@ from corpus.frontmatter import (
     validate_source_id,
 )
 from corpus.models import Chunk, Figure, Page, PageLink, Revision, RevisionChunk, Source
-from corpus.paths import PathError, validate_category
 from corpus.rendering import page_links, rendered_text
 from grants.audit import audit_record
 from grants.models import Member, Permission, Sensitivity

@@ -22,9 +22,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from corpus.paths import PathError, validate_page_path
+from brain.text.paths import PathError, validate_page_path
+from corpus.explain import explain_access
 from grants import services
-from grants.explain import explain_access
 from grants.models import AuditEvent, Grant, Group, Member, Permission, Sensitivity, ServiceAccount
 from grants.principals import SYSTEM, Principal, principal_for_user
 

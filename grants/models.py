@@ -12,7 +12,7 @@ from grants.querysets import GrantQuerySet
 
 # The grant path grammar, as a PostgreSQL regex: '' (the whole corpus), a prefix ending
 # in '/', or an exact path. Segments are lower-case ASCII letters, digits, '-', '_', '.',
-# and never start with '.'. The same rules as corpus.paths, kept in SQL so a row that
+# and never start with '.'. The same rules as brain.text.paths, kept in SQL so a row that
 # breaks them cannot exist.
 GRANT_PATH_SQL_REGEX = r"^([a-z0-9_-][a-z0-9._-]*/)*([a-z0-9_-][a-z0-9._-]*)?$"
 CATEGORY_SQL_REGEX = r"^[a-z0-9][a-z0-9_-]{0,63}$"

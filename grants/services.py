@@ -16,7 +16,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from corpus.paths import PathError, validate_category, validate_scope_path
+from brain.text.paths import PathError, validate_category, validate_scope_path
 from grants.audit import audit_record
 from grants.models import Grant, Group, GroupMembership, Member, Permission, ServiceAccount
 from grants.principals import Principal, SystemPrincipal, actor_fields

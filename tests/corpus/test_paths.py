@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from corpus.paths import PathError, validate_page_path, validate_scope_path
+from brain.text.paths import PathError, validate_page_path, validate_scope_path
 
 REFUSED = [
     # (path, rule)

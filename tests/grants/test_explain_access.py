@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from hypothesis import HealthCheck, given, settings
 
-from grants.explain import explain_access
+from corpus.explain import explain_access
 from grants.models import Group, GroupMembership, Permission
 from grants.principals import SYSTEM
 from grants.services import grant_issue

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from corpus.paths import PathError, validate_page_path
-from grants.explain import Subject, explain_access
+from brain.text.paths import PathError, validate_page_path
+from corpus.explain import Subject, explain_access
 from grants.models import Group, Member, Sensitivity, ServiceAccount
 
 
