@@ -399,7 +399,7 @@ def _manage(*args: str) -> None:
 
 def _personas() -> list[str]:
     """The demo people and what each may do, for the banner."""
-    from brain.demo.personas import PERSONAS
+    from home.demo.personas import PERSONAS
 
     return [f"    {name:<9} {what}" for name, what in PERSONAS]
 

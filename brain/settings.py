@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "api",
     "accounts",
     "mirror",
+    "home",
 ]
 
 MIDDLEWARE = [

@@ -8,7 +8,7 @@ from django.urls import include, path
 
 from accounts.views import SignInView
 from brain.health import healthz
-from brain.views import home
+from home.views import home
 
 urlpatterns = [
     path("", home, name="home"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
@@ -391,3 +392,9 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     ordered = sorted(scores, key=lambda pk: (-scores[pk], pk))[:limit]
     sources = {source.pk: source for source in Source.objects.filter(pk__in=ordered)}
     return [sources[pk] for pk in ordered]
+
+
+def reverify_days(page_type: str) -> int:
+    """Days after ``as_of`` that a page of ``page_type`` is due for its owner's re-verification."""
+    intervals: dict[str, int] = dict(settings.BRAIN_REVERIFY_DAYS)
+    return int(intervals.get(page_type, intervals.get("default", 180)))

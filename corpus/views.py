@@ -12,14 +12,13 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from brain.home import reverify_days
 from corpus.browse import FILTERS, page_tree
 from corpus.graph import relationship_graph
 from corpus.models import Page, Source
 from corpus.rendering import render_markdown
 from corpus.search import SearchError, search
 from corpus.search_results import group_by_page
-from corpus.selectors import page_figures, page_get_visible, page_links, page_view_of, source_get_visible
+from corpus.selectors import page_figures, page_get_visible, page_links, page_view_of, reverify_days, source_get_visible
 from grants.decorators import limited_view
 from grants.principals import principal_for_user
 

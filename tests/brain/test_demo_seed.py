@@ -60,7 +60,7 @@ class DemoSeedTests(TestCase):
     def test_the_personas_printed_and_documented_are_the_people_seeded(self) -> None:
         from pathlib import Path
 
-        from brain.demo.personas import PERSONAS
+        from home.demo.personas import PERSONAS
 
         call_command("demo_seed", stdout=io.StringIO())
         readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

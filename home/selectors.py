@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -17,6 +16,7 @@ from brain.rows import columns, hydrate
 from builds.models import Build
 from builds.selectors import build_list_awaiting_review
 from corpus.models import Page
+from corpus.selectors import reverify_days
 from grants.models import Member
 from grants.predicates import reaches_sql
 from memory.models import Memory
@@ -69,12 +69,6 @@ def _recent_promotions(member: Member) -> list[Promoted]:
     with connection.cursor() as cursor:
         cursor.execute(sql, (*params, RECENT))
         return [Promoted(*row) for row in cursor.fetchall()]
-
-
-def reverify_days(page_type: str) -> int:
-    """Days after ``as_of`` that a page of ``page_type`` is due for its owner's re-verification."""
-    intervals: dict[str, int] = dict(settings.BRAIN_REVERIFY_DAYS)
-    return int(intervals.get(page_type, intervals.get("default", 180)))
 
 
 @dataclass
