@@ -274,9 +274,7 @@ def question_ask(*, actor: Member | ServiceAccount, text: str, enqueue: bool = T
         else:
             question = Question.objects.create(asker=actor, text=clean)
         if enqueue:
-            from answers.tasks import question_run_task
-
-            enqueue_on_commit(question_run_task, question.pk)
+            enqueue_on_commit("answers.run", question.pk)
     return question
 
 
@@ -322,11 +320,9 @@ def question_run(question_id: int) -> str:
 def questions_sweep() -> int:
     """Re-enqueue questions running past their lease (a killed worker) and, when the queue is
     idle, those still queued after a minute (a message that was never sent)."""
-    from answers.tasks import question_run_task
-
     now = timezone.now()
     return resend_lost(
-        question_run_task,
+        "answers.run",
         Question.objects.all(),
         died=Q(status=Question.Status.RUNNING, lease_until__lt=now),
         never_started=Q(status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1)),

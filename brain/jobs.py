@@ -25,14 +25,29 @@ from django.db.models import Q
 logger = logging.getLogger(__name__)
 
 
+def task_named(task: Any) -> Any:
+    """The Celery task registered as ``task`` (a name such as ``"answers.run"``), or ``task`` itself.
+
+    Services queue their jobs by name, so a service never imports its app's tasks module
+    (which imports the service): the one arrow is tasks → services.
+    """
+    if isinstance(task, str):
+        from brain.celery import app
+
+        return app.tasks[task]
+    return task
+
+
 def enqueue_on_commit(task: Any, *args: Any) -> None:
-    """Send ``task.delay(*args)`` once the current transaction commits; log, never raise, on failure."""
+    """Send ``task.delay(*args)`` (a task or its registered name) once the current transaction
+    commits; log, never raise, on failure."""
 
     def send() -> None:
+        name = task if isinstance(task, str) else getattr(task, "name", repr(task))
         try:
-            task.delay(*args)
+            task_named(task).delay(*args)
         except Exception as exc:  # any broker failure: the row waits for the sweep
-            logger.warning("could not queue %s (%s); its sweep will send it again", task.name, type(exc).__name__)
+            logger.warning("could not queue %s (%s); its sweep will send it again", name, type(exc).__name__)
 
     transaction.on_commit(send)
 
@@ -64,5 +79,5 @@ def resend_lost(task: Any, rows: Any, *, never_started: Q, died: Q | None = None
         return 0
     ids = list(rows.filter(lost).values_list("pk", flat=True))
     for pk in ids:
-        task.delay(pk)
+        task_named(task).delay(pk)
     return len(ids)

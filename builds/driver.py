@@ -149,8 +149,6 @@ def _validate(requester: Principal, files: Iterable[tuple[str, str]]) -> list[tu
 
 def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]], title: str) -> Build:
     """Validate, open an import build and queue its drafting. Raises ``ImportInvalid``."""
-    from builds.tasks import build_job_step_task
-
     valid = _validate(requester, list(files))
     if not valid:
         raise ImportInvalid([ImportFileReport("(import)", [Problem("files", "there are no .md files to import")])])
@@ -161,7 +159,7 @@ def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]],
             [BuildJobItem(job=job, ordinal=index, path=path, content=text) for index, (path, text) in enumerate(valid)],
             batch_size=1000,
         )
-        enqueue_on_commit(build_job_step_task, job.pk)
+        enqueue_on_commit("builds.job_step", job.pk)
     return build
 
 
@@ -173,7 +171,6 @@ def reembed_job_create(*, requester: Principal, everything: bool = False) -> Bui
     its last batch is written, and the promotion record says how many vectors changed.
     """
     from brain import embeddings
-    from builds.tasks import build_job_step_task
     from corpus.models import Chunk
 
     if not isinstance(requester, Member | SystemPrincipal) or (
@@ -195,7 +192,7 @@ def reembed_job_create(*, requester: Principal, everything: bool = False) -> Bui
                 for index, start in enumerate(range(0, len(ids), batch))
             ]
         )
-        enqueue_on_commit(build_job_step_task, job.pk)
+        enqueue_on_commit("builds.job_step", job.pk)
     return build
 
 
@@ -255,8 +252,6 @@ def _claim(job_id: int, lease_seconds: int) -> uuid.UUID | None:
 
 def job_step(job_id: int) -> str:
     """Run one step of job ``job_id``: ``"busy"``, ``"progress"``, ``"done"``, ``"failed"`` or ``"gone"``."""
-    from builds.tasks import build_job_step_task
-
     config = driver_settings()
     if not BuildJob.objects.filter(pk=job_id).exists():
         return "gone"
@@ -303,7 +298,7 @@ def job_step(job_id: int) -> str:
                 # Our lease expired and another worker took over: undo this batch.
                 raise _LeaseLost
             if remaining:
-                enqueue_on_commit(build_job_step_task, job.pk)
+                enqueue_on_commit("builds.job_step", job.pk)
     except _LeaseLost:
         logger.warning("build job %s: lease lost, batch rolled back", job_id)
         return "busy"
@@ -346,10 +341,8 @@ def _fail(job: BuildJob, message: str) -> None:
 def jobs_sweep() -> int:
     """Re-enqueue unfinished jobs whose worker died (lease expired) and, when the queue is
     idle, those waiting for a step message that never arrived; returns how many."""
-    from builds.tasks import build_job_step_task
-
     return resend_lost(
-        build_job_step_task,
+        "builds.job_step",
         BuildJob.objects.filter(state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING]),
         died=Q(lease_expires_at__lt=timezone.now()),
         never_started=Q(lease_expires_at__isnull=True),

@@ -107,9 +107,7 @@ def document_ingest(
 
 
 def _enqueue_on_commit(extraction_id: int) -> None:
-    from ingest.tasks import extraction_run_task
-
-    enqueue_on_commit(extraction_run_task, extraction_id)
+    enqueue_on_commit("ingest.extract", extraction_id)
 
 
 def extraction_retry(*, actor: Member, extraction_id: int) -> Extraction:
@@ -219,11 +217,9 @@ def _finish(extraction: Extraction, started: float, **fields: Any) -> None:
 def extractions_sweep() -> int:
     """Re-enqueue running extractions whose lease expired (a killed worker) and, when the
     queue is idle, queued ones older than two minutes (a message that was never sent)."""
-    from ingest.tasks import extraction_run_task
-
     now = timezone.now()
     return resend_lost(
-        extraction_run_task,
+        "ingest.extract",
         Extraction.objects.all(),
         died=Q(status=Extraction.Status.RUNNING, lease_until__lt=now),
         never_started=Q(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2)),

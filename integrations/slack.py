@@ -106,9 +106,7 @@ def commands(request: HttpRequest) -> HttpResponse:
         with transaction.atomic():
             question = question_ask(actor=member, text=text, enqueue=False)
             delivery = SlackDelivery.objects.create(question=question, response_url=form.get("response_url", ""))
-            from integrations.tasks import slack_answer_task
-
-            enqueue_on_commit(slack_answer_task, delivery.pk)
+            enqueue_on_commit("integrations.slack_answer", delivery.pk)
     except (ValidationError, ValueError) as exc:
         return _ephemeral(
             "That question cannot be asked: "
@@ -173,13 +171,11 @@ def link(request: HttpRequest, code: str) -> HttpResponse:
 def slack_deliveries_sweep() -> int:
     """Re-send deliveries whose message never reached a worker: undelivered, asked more than
     a minute ago and within Slack's 30 minutes for a response URL, when the queue is idle."""
-    from integrations.tasks import slack_answer_task
-
     now = timezone.now()
     # No lease: a delivery being answered is re-sent only if the queue is idle, and then
     # its task finds it delivered or pending.
     return resend_lost(
-        slack_answer_task,
+        "integrations.slack_answer",
         SlackDelivery.objects.filter(delivered_at__isnull=True),
         never_started=Q(
             question__created_at__lt=now - dt.timedelta(minutes=1),

@@ -51,10 +51,8 @@ MAX_ATTEMPTS = 6
 def verdict_job_queue(new: Memory, old: Memory, similarity: float) -> MemoryVerdictJob:
     """Record the verdict to take on ``new`` and ``old`` and send it once the caller's
     transaction commits. Call inside the capture's transaction."""
-    from memory.tasks import memory_settle_task
-
     job = MemoryVerdictJob.objects.create(new_memory_id=new.pk, old_memory_id=old.pk, similarity=similarity)
-    enqueue_on_commit(memory_settle_task, job.pk)
+    enqueue_on_commit("memory.settle", job.pk)
     return job
 
 
@@ -145,11 +143,9 @@ def _fail(job_id: int, token: uuid.UUID, reason: str) -> None:
 def verdict_jobs_sweep() -> int:
     """Send again the verdict jobs whose worker died (lease expired) and, when the queue is
     idle, those queued and untouched for ``NEVER_STARTED``; returns how many were sent."""
-    from memory.tasks import memory_settle_task
-
     now = timezone.now()
     return resend_lost(
-        memory_settle_task,
+        "memory.settle",
         MemoryVerdictJob.objects.all(),
         died=Q(state=MemoryVerdictJob.State.RUNNING, lease_expires_at__lt=now),
         never_started=Q(state=MemoryVerdictJob.State.QUEUED, updated_at__lt=now - NEVER_STARTED),
