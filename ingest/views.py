@@ -33,7 +33,7 @@ from ingest.models import Extraction
 from ingest.selectors import uploads_of
 from ingest.services import document_ingest, extraction_retry
 from ingest.storage import StorageFull
-from memory.api import api_member
+from oauth.audience import member_for
 
 
 def _member(request: HttpRequest) -> Member:
@@ -182,7 +182,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
         refused = json_error("method_not_allowed", "Use POST.", 405)
         refused["Allow"] = "POST"
         return refused
-    member = api_member(request)
+    member = member_for(request)
     if member is None:
         return json_error("unauthenticated", "Send a personal API token.", 401)
     try:
@@ -206,7 +206,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_GET
 def api_source(request: HttpRequest, key: str) -> HttpResponse:
-    member = api_member(request)
+    member = member_for(request)
     if member is None:
         return json_error("unauthenticated", "Send a personal API token.", 401)
     try:
