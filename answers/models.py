@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from brain.leases import LeasedJob
 from grants.models import Member, ServiceAccount
 
 
-class Question(models.Model):
+class Question(LeasedJob):
     """One question, answered under its asker's grants (or refused, with the reason)."""
 
     class Status(models.TextChoices):
@@ -31,8 +32,6 @@ class Question(models.Model):
     retrieved = models.JSONField(default=list, blank=True)  # paths retrieved or read for this question
     steps = models.JSONField(default=list, blank=True)  # [{"tool", "arguments"}] — no page text
     refusal_reason = models.CharField(max_length=300, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    lease_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)

@@ -28,6 +28,7 @@ from answers.models import Question
 from brain import bearer, callers, embeddings, llm
 from brain.callers import Caller
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.leases import lease_claim, lease_expired, lease_finish
 from brain.text.secrets import refuse
 from corpus.models import Page
 from corpus.search import SearchError, search
@@ -280,22 +281,13 @@ def question_ask(*, actor: Member | ServiceAccount, text: str, enqueue: bool = T
 
 def question_run(question_id: int) -> str:
     """Answer or refuse one question (leased; a finished one is left alone)."""
-    now = timezone.now()
-    with transaction.atomic():
-        question = (
-            Question.objects.select_for_update(of=("self",))
-            .select_related("asker__user", "service_asker")
-            .filter(pk=question_id)
-            .first()
-        )
-        if question is None or question.status not in (Question.Status.QUEUED, Question.Status.RUNNING):
-            return "skipped"
-        if question.status == Question.Status.RUNNING and question.lease_until and question.lease_until > now:
-            return "skipped"
-        question.status = Question.Status.RUNNING
-        question.attempts += 1
-        question.lease_until = now + LEASE
-        question.save(update_fields=["status", "attempts", "lease_until"])
+    lease = lease_claim(
+        Question, question_id, waiting=Q(status=Question.Status.QUEUED), running=Q(status=Question.Status.RUNNING),
+        take={"status": Question.Status.RUNNING}, duration=LEASE,
+    )  # fmt: skip
+    if lease is None:  # finished, gone, or a live worker holds it
+        return "skipped"
+    question = Question.objects.select_related("asker__user", "service_asker").get(pk=question_id)
     started = time.monotonic()
     fields: dict[str, Any]
     try:
@@ -308,11 +300,10 @@ def question_run(question_id: int) -> str:
                   "mode": "model" if llm.configured() else "extractive"}  # fmt: skip
     except llm.LLMError as failure:
         fields = {"status": Question.Status.FAILED, "refusal_reason": str(failure)[:300], "mode": "model"}
-    fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), lease_until=None)
-    # Only while this run holds the lease (each lease counts an attempt): a run that outlived
-    # it, and was taken over, must not overwrite the answer the other run gives.
-    held = Question.objects.filter(pk=question.pk, status=Question.Status.RUNNING, attempts=question.attempts)
-    if not held.update(**fields):
+    fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000))
+    # Only while this run holds the lease: a run that outlived it, and was taken over, must
+    # not overwrite the answer the other run gives.
+    if not lease_finish(lease, **fields):
         return "lease-lost"
     return str(fields["status"])
 
@@ -324,7 +315,7 @@ def questions_sweep() -> int:
     return resend_lost(
         "answers.run",
         Question.objects.all(),
-        died=Q(status=Question.Status.RUNNING, lease_until__lt=now),
+        died=Q(status=Question.Status.RUNNING) & lease_expired(now),
         never_started=Q(status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1)),
     )
 

@@ -94,8 +94,8 @@ def expire_running_leases() -> None:
     from memory.models import MemoryVerdictJob
 
     past = timezone.now() - dt.timedelta(seconds=1)
-    Extraction.objects.filter(status="running").update(lease_until=past)
-    Question.objects.filter(status="running").update(lease_until=past)
+    Extraction.objects.filter(status="running").update(lease_expires_at=past)
+    Question.objects.filter(status="running").update(lease_expires_at=past)
     MemoryVerdictJob.objects.filter(state="running").update(lease_expires_at=past)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import logging
-import uuid
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -35,6 +34,7 @@ from django.utils import timezone
 
 from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.leases import Lease, lease_claim, lease_finish
 from brain.text.secrets import NulRefused, SecretRefused, mask
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
@@ -233,21 +233,13 @@ def _finish_reembed(build: Build) -> None:
     locked.save(update_fields=["status", "finished_at", "updated_at"])
 
 
-def _claim(job_id: int, lease_seconds: int) -> uuid.UUID | None:
-    token = uuid.uuid4()
-    now = timezone.now()
-    claimed = (
-        BuildJob.objects.filter(pk=job_id, state__in=[BuildJob.State.PENDING, BuildJob.State.RUNNING])
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(
-            state=BuildJob.State.RUNNING,
-            lease_token=token,
-            lease_expires_at=now + dt.timedelta(seconds=lease_seconds),
-            attempts=F("attempts") + 1,
-            updated_at=now,
-        )
-    )
-    return token if claimed == 1 else None
+def _claim(job_id: int, lease_seconds: int) -> Lease | None:
+    """The lease of a pending job, or of a running one between steps or whose worker died."""
+    return lease_claim(
+        BuildJob, job_id, waiting=Q(state=BuildJob.State.PENDING), running=Q(state=BuildJob.State.RUNNING),
+        take={"state": BuildJob.State.RUNNING, "updated_at": timezone.now()},
+        duration=dt.timedelta(seconds=lease_seconds),
+    )  # fmt: skip
 
 
 def job_step(job_id: int) -> str:
@@ -255,8 +247,8 @@ def job_step(job_id: int) -> str:
     config = driver_settings()
     if not BuildJob.objects.filter(pk=job_id).exists():
         return "gone"
-    token = _claim(job_id, config["LEASE_SECONDS"])
-    if token is None:
+    lease = _claim(job_id, config["LEASE_SECONDS"])
+    if lease is None:
         return "busy"
     job = BuildJob.objects.select_related("build").get(pk=job_id)
     if job.attempts - job.steps_done > config["MAX_RETRIES"]:
@@ -287,14 +279,13 @@ def job_step(job_id: int) -> str:
                     _finish_reembed(job.build)
                 else:
                     _submit_when_drafted(job.build)
-            released = BuildJob.objects.filter(pk=job.pk, lease_token=token).update(
+            released = lease_finish(
+                lease,
                 state=BuildJob.State.RUNNING if remaining else BuildJob.State.DONE,
-                lease_token=None,
-                lease_expires_at=None,
                 steps_done=F("steps_done") + 1,
                 updated_at=timezone.now(),
             )
-            if released != 1:
+            if not released:
                 # Our lease expired and another worker took over: undo this batch.
                 raise _LeaseLost
             if remaining:

@@ -7,6 +7,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from brain.leases import LeasedJob
 from corpus.models import Figure, Revision
 from grants.models import Member
 
@@ -158,7 +159,7 @@ class Review(models.Model):
         return f"{self.reviewer} {self.decision} {self.build}"
 
 
-class BuildJob(models.Model):
+class BuildJob(LeasedJob):
     """Durable background work for a build (an import, a re-embedding), run in steps.
 
     Postgres holds all its state. A step is claimed by taking the lease (a conditional
@@ -180,10 +181,7 @@ class BuildJob(models.Model):
     build = models.OneToOneField(Build, on_delete=models.CASCADE, related_name="job")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
-    lease_token = models.UUIDField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     steps_done = models.PositiveIntegerField(default=0)
-    attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

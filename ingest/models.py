@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from brain.leases import LeasedJob
 from corpus.models import Source
 from grants.models import Member
 
@@ -26,7 +27,7 @@ class Document(models.Model):
         return f"{self.filename or self.sha256[:12]} ({self.detected_type})"
 
 
-class Extraction(models.Model):
+class Extraction(LeasedJob):
     """One run of text extraction: what read the bytes, where, how much was masked, how it ended.
 
     Masked counts are per category only — never the values. ``region`` is where the bytes
@@ -47,8 +48,6 @@ class Extraction(models.Model):
     pages = models.PositiveIntegerField(null=True, blank=True)
     masked = models.JSONField(default=dict, blank=True)
     region = models.CharField(max_length=64)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    lease_until = models.DateTimeField(null=True, blank=True)
     error = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -19,11 +19,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
 from brain import embeddings
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_holds
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
@@ -118,33 +119,23 @@ def extraction_retry(*, actor: Member, extraction_id: int) -> Extraction:
             raise ValidationError({"extraction": "only a failed extraction can be retried"})
         extraction.status = Extraction.Status.QUEUED
         extraction.error = ""
-        extraction.lease_until = None
-        extraction.save(update_fields=["status", "error", "lease_until"])
+        extraction.lease_token = None
+        extraction.lease_expires_at = None
+        extraction.save(update_fields=["status", "error", "lease_token", "lease_expires_at"])
         _enqueue_on_commit(extraction.pk)
     return extraction
 
 
-def _lease(extraction_id: int) -> Extraction | None:
-    now = timezone.now()
-    with transaction.atomic():
-        extraction = Extraction.objects.select_for_update().filter(pk=extraction_id).first()
-        if extraction is None or extraction.status in (Extraction.Status.DONE, Extraction.Status.FAILED):
-            return None
-        if extraction.status == Extraction.Status.RUNNING and extraction.lease_until and extraction.lease_until > now:
-            return None  # another worker holds it
-        extraction.status = Extraction.Status.RUNNING
-        extraction.attempts += 1
-        extraction.lease_until = now + LEASE
-        extraction.started_at = now
-        extraction.save(update_fields=["status", "attempts", "lease_until", "started_at"])
-        return extraction
-
-
 def extraction_run(extraction_id: int) -> str:
     """Convert, mask and record one extraction (idempotent: a finished or leased one is left alone)."""
-    extraction = _lease(extraction_id)
-    if extraction is None:
+    lease = lease_claim(
+        Extraction, extraction_id, waiting=Q(status=Extraction.Status.QUEUED),
+        running=Q(status=Extraction.Status.RUNNING),
+        take={"status": Extraction.Status.RUNNING, "started_at": timezone.now()}, duration=LEASE,
+    )  # fmt: skip
+    if lease is None:  # finished, gone, or a live worker holds it
         return "skipped"
+    extraction = Extraction.objects.select_related("document").get(pk=extraction_id)
     document = extraction.document
     started = time.monotonic()
     try:
@@ -153,16 +144,16 @@ def extraction_run(extraction_id: int) -> str:
         converted = convert(document.detected_type, data)
         text, counts = mask(converted.text)
     except ConversionFailed as failure:
-        _finish(extraction, started, status=Extraction.Status.FAILED, error=str(failure)[:300])
+        _finish(lease, started, status=Extraction.Status.FAILED, error=str(failure)[:300])
         logger.warning("extraction %s failed: %s", extraction.pk, failure)
         return "failed"
     except Exception:
         logger.exception("extraction %s crashed", extraction.pk)
-        _finish(extraction, started, status=Extraction.Status.FAILED, error="the extractor crashed; try again")
+        _finish(lease, started, status=Extraction.Status.FAILED, error="the extractor crashed; try again")
         return "failed"
     pieces, vectors, model = _chunks_and_vectors(text)
     with transaction.atomic():
-        if not _still_held(extraction):
+        if not lease_holds(lease, lock=True):
             # The lease expired and another worker took this extraction over: it writes the
             # text and chunks, once; a second delete-and-insert here could double them.
             logger.warning("extraction %s: lease lost, nothing written", extraction.pk)
@@ -175,7 +166,7 @@ def extraction_run(extraction_id: int) -> str:
             for ordinal, piece in enumerate(pieces)
         )  # fmt: skip
         _finish(
-            extraction, started, status=Extraction.Status.DONE, extractor=converted.extractor,
+            lease, started, status=Extraction.Status.DONE, extractor=converted.extractor,
             extractor_version=converted.extractor_version, char_count=len(text), pages=converted.pages,
             masked={category: count for category, count in counts.items() if count},
         )  # fmt: skip
@@ -197,21 +188,9 @@ def _chunks_and_vectors(text: str) -> tuple[list[str], list[list[float]] | None,
     return pieces, vectors, model
 
 
-def _held(extraction: Extraction) -> QuerySet[Extraction]:
-    """This run's lease: the row still running under the attempt that leased it (each lease
-    counts an attempt, so the number tells one lease from the next)."""
-    return Extraction.objects.filter(pk=extraction.pk, status=Extraction.Status.RUNNING, attempts=extraction.attempts)
-
-
-def _still_held(extraction: Extraction) -> bool:
-    """Lock the row and say whether this run still holds the lease (call in a transaction)."""
-    return _held(extraction).select_for_update().exists()
-
-
-def _finish(extraction: Extraction, started: float, **fields: Any) -> None:
+def _finish(lease: Lease, started: float, **fields: Any) -> None:
     """Record how the run ended, only if it still holds the lease (a run that lost it writes nothing)."""
-    fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), lease_until=None)
-    _held(extraction).update(**fields)
+    lease_finish(lease, finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000), **fields)
 
 
 def extractions_sweep() -> int:
@@ -221,6 +200,6 @@ def extractions_sweep() -> int:
     return resend_lost(
         "ingest.extract",
         Extraction.objects.all(),
-        died=Q(status=Extraction.Status.RUNNING, lease_until__lt=now),
+        died=Q(status=Extraction.Status.RUNNING) & lease_expired(now),
         never_started=Q(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2)),
     )

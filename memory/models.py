@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import F, Q
 from pgvector.django import HnswIndex, VectorField
 
+from brain.leases import LeasedJob
 from corpus.models import EMBEDDING_DIMENSIONS
 from grants.models import Member
 from memory.querysets import MemoryQuerySet
@@ -364,7 +365,7 @@ class PromptCapsuleRevision(models.Model):
         return f"{self.layer}@{self.revision[:8]}"
 
 
-class MemoryVerdictJob(models.Model):
+class MemoryVerdictJob(LeasedJob):
     """One model verdict to take on a captured memory and its closest neighbour (``memory.settle``).
 
     Created in the capture's transaction, so a verdict is never lost between the commit and
@@ -390,9 +391,6 @@ class MemoryVerdictJob(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     # What the run did: the verdict applied, "no-verdict" or "skipped" (see memory.verdicts).
     outcome = models.CharField(max_length=16, blank=True, default="")
-    attempts = models.PositiveSmallIntegerField(default=0)
-    lease_token = models.UUIDField(null=True, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
     error = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     # Every claim, release and finish moves it: "queued and untouched for a while" is the

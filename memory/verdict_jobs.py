@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import uuid
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_holds
 from brain.llm import LLMError
 from memory.models import Memory, MemoryVerdictJob
 from memory.verdicts import VERDICTS, memory_judge, verdict_apply
@@ -56,25 +56,14 @@ def verdict_job_queue(new: Memory, old: Memory, similarity: float) -> MemoryVerd
     return job
 
 
-def _claim(job_id: int) -> uuid.UUID | None:
+def _claim(job_id: int) -> Lease | None:
     """Take the lease of a queued job, or of a running one whose worker died; None if it is
     finished, gone or held by a live worker."""
-    token = uuid.uuid4()
-    now = timezone.now()
-    claimed = (
-        MemoryVerdictJob.objects.filter(pk=job_id)
-        .filter(
-            Q(state=MemoryVerdictJob.State.QUEUED) | Q(state=MemoryVerdictJob.State.RUNNING, lease_expires_at__lt=now)
-        )
-        .update(
-            state=MemoryVerdictJob.State.RUNNING,
-            lease_token=token,
-            lease_expires_at=now + LEASE,
-            attempts=F("attempts") + 1,
-            updated_at=now,
-        )
-    )
-    return token if claimed == 1 else None
+    return lease_claim(
+        MemoryVerdictJob, job_id, waiting=Q(state=MemoryVerdictJob.State.QUEUED),
+        running=Q(state=MemoryVerdictJob.State.RUNNING),
+        take={"state": MemoryVerdictJob.State.RUNNING, "updated_at": timezone.now()}, duration=LEASE,
+    )  # fmt: skip
 
 
 def verdict_job_run(job_id: int) -> str:
@@ -85,28 +74,23 @@ def verdict_job_run(job_id: int) -> str:
     Raises ``LLMError`` when the model is unreachable and attempts remain (the row is
     queued again first, so the task's retry — or the sweep — can claim it).
     """
-    token = _claim(job_id)
-    if token is None:
+    lease = _claim(job_id)
+    if lease is None:
         return "busy"
     job = MemoryVerdictJob.objects.get(pk=job_id)
     if job.attempts > MAX_ATTEMPTS:
-        _fail(job_id, token, f"no verdict after {MAX_ATTEMPTS} attempts; the worker log has the reason")
+        _fail(lease, f"no verdict after {MAX_ATTEMPTS} attempts; the worker log has the reason")
         return "failed"
     try:
         verdict = memory_judge(new_id=job.new_memory_id, old_id=job.old_memory_id, similarity=job.similarity)
     except LLMError as exc:
         if job.attempts >= MAX_ATTEMPTS:
-            _fail(job_id, token, f"the model could not be reached ({type(exc).__name__})")
+            _fail(lease, f"the model could not be reached ({type(exc).__name__})")
             return "failed"
-        _release(job_id, token)
+        _release(lease)
         raise
     with transaction.atomic():
-        held = (
-            MemoryVerdictJob.objects.select_for_update()
-            .filter(pk=job_id, lease_token=token, state=MemoryVerdictJob.State.RUNNING)
-            .exists()
-        )
-        if not held:
+        if not lease_holds(lease, lock=True):
             # Our lease expired and another worker took the job over (or finished it):
             # it applies the verdict, not us.
             logger.warning("memory verdict job %s: lease lost, nothing applied", job_id)
@@ -117,27 +101,21 @@ def verdict_job_run(job_id: int) -> str:
                 new_id=job.new_memory_id, old_id=job.old_memory_id, similarity=job.similarity, verdict=verdict
             )
         now = timezone.now()
-        MemoryVerdictJob.objects.filter(pk=job_id).update(
-            state=MemoryVerdictJob.State.DONE, outcome=outcome, lease_token=None, lease_expires_at=None,
-            error="", finished_at=now, updated_at=now,
-        )  # fmt: skip
+        lease_finish(
+            lease, state=MemoryVerdictJob.State.DONE, outcome=outcome, error="", finished_at=now, updated_at=now
+        )
     return outcome
 
 
-def _release(job_id: int, token: uuid.UUID) -> None:
+def _release(lease: Lease) -> None:
     """Give the lease back after a failure worth retrying: queued again, the attempt counted."""
-    MemoryVerdictJob.objects.filter(pk=job_id, lease_token=token).update(
-        state=MemoryVerdictJob.State.QUEUED, lease_token=None, lease_expires_at=None, updated_at=timezone.now()
-    )
+    lease_finish(lease, state=MemoryVerdictJob.State.QUEUED, updated_at=timezone.now())
 
 
-def _fail(job_id: int, token: uuid.UUID, reason: str) -> None:
+def _fail(lease: Lease, reason: str) -> None:
     now = timezone.now()
-    MemoryVerdictJob.objects.filter(pk=job_id, lease_token=token).update(
-        state=MemoryVerdictJob.State.FAILED, lease_token=None, lease_expires_at=None, error=reason[:300],
-        finished_at=now, updated_at=now,
-    )  # fmt: skip
-    logger.warning("memory verdict job %s failed: %s", job_id, reason)
+    lease_finish(lease, state=MemoryVerdictJob.State.FAILED, error=reason[:300], finished_at=now, updated_at=now)
+    logger.warning("memory verdict job %s failed: %s", lease.pk, reason)
 
 
 def verdict_jobs_sweep() -> int:
@@ -147,7 +125,7 @@ def verdict_jobs_sweep() -> int:
     return resend_lost(
         "memory.settle",
         MemoryVerdictJob.objects.all(),
-        died=Q(state=MemoryVerdictJob.State.RUNNING, lease_expires_at__lt=now),
+        died=Q(state=MemoryVerdictJob.State.RUNNING) & lease_expired(now),
         never_started=Q(state=MemoryVerdictJob.State.QUEUED, updated_at__lt=now - NEVER_STARTED),
     )
 

@@ -188,7 +188,7 @@ class SweepTests(BrainTestCase):
 
         question = question_ask(actor=self.alice, text="What plans are there?", enqueue=False)
         Question.objects.filter(pk=question.pk).update(
-            status="running", lease_until=timezone.now() - dt.timedelta(seconds=1)
+            status="running", lease_expires_at=timezone.now() - dt.timedelta(seconds=1)
         )
         with mock.patch.object(tasks.question_run_task, "delay") as delay:
             assert questions_sweep() == 1

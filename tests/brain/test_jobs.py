@@ -70,7 +70,7 @@ class SweepRuleTests(TestCase):
     def test_a_job_whose_worker_died_is_re_sent_whatever_the_queue_holds(self) -> None:
         question = self.waiting_question()
         Question.objects.filter(pk=question.pk).update(
-            status=Question.Status.RUNNING, lease_until=timezone.now() - dt.timedelta(seconds=1)
+            status=Question.Status.RUNNING, lease_expires_at=timezone.now() - dt.timedelta(seconds=1)
         )
         with (
             mock.patch.object(answer_tasks.question_run_task, "delay") as delay,

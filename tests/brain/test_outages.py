@@ -371,7 +371,7 @@ class MidWriteTests(TransactionTestCase):
         assert Extraction.objects.get(pk=extraction.pk).status == Extraction.Status.RUNNING
 
         # The lease runs out; the sweep re-sends the job; it completes, once.
-        Extraction.objects.filter(pk=extraction.pk).update(lease_until=timezone.now() - dt.timedelta(minutes=1))
+        Extraction.objects.filter(pk=extraction.pk).update(lease_expires_at=timezone.now() - dt.timedelta(minutes=1))
         assert extraction_run(extraction.pk) == "done"
         source.refresh_from_db()
         assert "Promote the replica" in source.text

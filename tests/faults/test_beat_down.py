@@ -67,7 +67,7 @@ class BeatDownTests(TransactionTestCase):
 
     def test_every_job_of_the_hour_completes_once_after_one_sweep_each(self) -> None:
         an_hour_ago = timezone.now() - dt.timedelta(hours=1)
-        died = {"lease_until": an_hour_ago + dt.timedelta(minutes=5), "attempts": 1}
+        died = {"lease_expires_at": an_hour_ago + dt.timedelta(minutes=5), "attempts": 1}
         with shared_media(self.media), llm_settings(self.model):
             # The hour's work, each kind twice: one never sent, one whose worker died.
             extractions = [

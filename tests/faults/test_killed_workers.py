@@ -89,7 +89,7 @@ class KilledWorkerTests(KilledWorkerTestCase):
 
             kill(worker)  # converted and masked, not yet written
             embedder.release()
-            Extraction.objects.filter(pk=extraction.pk).update(lease_until=past())
+            Extraction.objects.filter(pk=extraction.pk).update(lease_expires_at=past())
             assert extractions_sweep() == 1
             self.start(**env)
             wait_for(lambda: Extraction.objects.get(pk=extraction.pk).status == "done", STARTUP, "the extraction")
@@ -117,7 +117,7 @@ class KilledWorkerTests(KilledWorkerTestCase):
 
         kill(worker)
         model.release()
-        Question.objects.filter(pk=question.pk).update(lease_until=past())
+        Question.objects.filter(pk=question.pk).update(lease_expires_at=past())
         assert questions_sweep() == 1
         self.start(**llm_env(model))
         wait_for(lambda: Question.objects.get(pk=question.pk).status == "answered", STARTUP, "the answer")

@@ -78,7 +78,7 @@ class LateFinisherTests(TransactionTestCase):
         late = Run(lambda: extraction_run(extraction.pk))
         late.start()
         wait_for(endpoint.held.is_set, 30, "run A to call the embedder")
-        Extraction.objects.filter(pk=extraction.pk).update(lease_until=past())
+        Extraction.objects.filter(pk=extraction.pk).update(lease_expires_at=past())
         assert extraction_run(extraction.pk) == "done"
         endpoint.release()
         late.join(timeout=30)
@@ -104,7 +104,7 @@ class LateFinisherTests(TransactionTestCase):
             late = Run(lambda: question_run(question.pk))
             late.start()
             wait_for(model.held.is_set, 30, "run A to ask the model")
-            Question.objects.filter(pk=question.pk).update(lease_until=past())
+            Question.objects.filter(pk=question.pk).update(lease_expires_at=past())
             assert question_run(question.pk) == "answered"
             model.release()
             late.join(timeout=30)
