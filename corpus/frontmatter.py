@@ -18,8 +18,8 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from brain.domain import DomainError
-from brain.inputs import nested_deeper_than
 from brain.text.paths import PathError, validate_category, validate_page_path
+from brain.text.plain_yaml import load_plain_yaml
 from grants.models import Sensitivity
 from grants.principals import Principal
 
@@ -35,57 +35,16 @@ MAX_FRONTMATTER_BYTES = 64 * 1024
 MAX_FRONTMATTER_DEPTH = 8
 
 
-class _PlainYamlLoader(yaml.SafeLoader):
-    """SafeLoader without anchors and aliases: frontmatter is a few plain keys.
-
-    An alias makes YAML expand one node many times ("billion laughs": 529 bytes took a web
-    worker 15 s); no page needs one, so the composer refuses it before anything expands.
-    """
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not allowed in frontmatter", event.start_mark
-            )
-        event = self.peek_event()  # type: ignore[no-untyped-call]
-        if getattr(event, "anchor", None):
-            raise yaml.composer.ComposerError(
-                None, None, "anchors (&name) are not allowed in frontmatter", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-
 class _FrontmatterHandler(YAMLHandler):  # type: ignore[misc]
     """python-frontmatter's YAML handler with the plain loader and size/depth bounds."""
 
     def load(self, fm: str, **kwargs: object) -> Any:
-        if len(fm.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
-            raise ValueError(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KB")
-        # PyYAML composes flow collections recursively: a deep one costs a second of stack
-        # before it fails. Counting brackets first refuses it at once (quotes are ignored, so
-        # this bound is looser than the real one below).
-        if nested_deeper_than(fm, 8 * MAX_FRONTMATTER_DEPTH):
-            raise ValueError(f"frontmatter is nested more than {MAX_FRONTMATTER_DEPTH} levels deep")
         try:
-            value = yaml.load(fm, Loader=_PlainYamlLoader)  # noqa: S506 (a SafeLoader subclass)
-        except RecursionError:  # PyYAML composes nested flow collections recursively
-            raise ValueError(f"frontmatter is nested more than {MAX_FRONTMATTER_DEPTH} levels deep") from None
-        if _depth(value) > MAX_FRONTMATTER_DEPTH:
-            raise ValueError(f"frontmatter is nested more than {MAX_FRONTMATTER_DEPTH} levels deep")
-        return value
-
-
-def _depth(value: Any) -> int:
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+            return load_plain_yaml(
+                fm, max_bytes=MAX_FRONTMATTER_BYTES, max_depth=MAX_FRONTMATTER_DEPTH, what="frontmatter"
+            )
+        except yaml.composer.ComposerError as exc:  # anchors and aliases, said for frontmatter
+            raise yaml.composer.ComposerError(None, None, f"{exc.problem} in frontmatter", exc.problem_mark) from None
 
 
 @dataclass(frozen=True)

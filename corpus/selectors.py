@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
 from django.db.models import QuerySet
+from pydantic import BaseModel, ConfigDict
 
 from brain.rows import columns, fetch_one, hydrate
 from corpus.models import Figure, Page, PageLink, Revision, Source
@@ -74,9 +75,11 @@ def page_get_visible(*, principal: Principal | None, path: str, permission: str 
     return page  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
-class PageView:
-    """A page as read: its live revision's frontmatter and body."""
+class PageView(BaseModel):
+    """A page as read: its live revision's frontmatter and body (also the MCP/REST ``read_page``
+    output schema, which inherits it rather than repeating it)."""
+
+    model_config = ConfigDict(frozen=True)
 
     path: str
     title: str

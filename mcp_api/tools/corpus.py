@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from corpus.models import Source
 from corpus.search import search
 from corpus.selectors import (
+    PageView,
     figure_current,
     page_find,
     page_read,
@@ -65,26 +66,12 @@ class PathArgs(Args):
     path: str = Field(description="Canonical page path, e.g. 'topics/pricing/discount-policy.md'")
 
 
-class PageOut(Out):
-    path: str
-    title: str
-    type: str
-    owner: str
-    status: str
-    change_policy: str
-    category: str | None
-    sensitivity: str
-    as_of: str
-    sources: list[str]
-    related: list[str]
-    body: str
-    revision_sha256: str
-    promoted_by: str | None
-    promoted_at: str | None
+class PageOut(Out, PageView):
+    """``read_page``'s output: exactly the corpus's ``PageView``."""
 
 
 def read_page(caller: Caller, args: PathArgs) -> PageOut:
-    return PageOut(**page_read(principal=caller.principal, path=args.path).__dict__)
+    return PageOut(**page_read(principal=caller.principal, path=args.path).model_dump())
 
 
 class SearchArgs(Args):
