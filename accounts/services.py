@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from accounts.models import Invitation
 from accounts.sessions import end_all_sessions
-from answers.services import question_credentials_revoke_all
+from answers.credentials import question_credentials_revoke_all
 from brain import bearer
 from builds.services import builds_hand_over
 from corpus.models import Page

@@ -22,14 +22,14 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts.models import SignedInSession
 from accounts.services import InvitationUnusable, invitation_accept, invitation_pending
 from accounts.sessions import end_all_sessions, end_session
+from answers.credentials import question_credential_revoke_own
 from answers.models import QuestionCredential
-from answers.services import question_credential_revoke_own
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_revoke
 from grants.audit import audit_record
 from grants.principals import principal_for_user
 from memory.models import MemoryApiToken
-from memory.services import api_token_revoke
+from memory.tokens import api_token_revoke
 from oauth.selectors import connections_for
 from oauth.services import connection_revoke
 

@@ -10,7 +10,7 @@ class AnswersConfig(AppConfig):
     verbose_name = "Answers"
 
     def ready(self) -> None:
-        from answers.services import CREDENTIAL_PREFIX, question_credential_resolve
+        from answers.credentials import CREDENTIAL_PREFIX, question_credential_resolve
         from brain import callers
 
         callers.register(CREDENTIAL_PREFIX, question_credential_resolve)

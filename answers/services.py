@@ -25,8 +25,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from answers.models import Question
-from brain import bearer, callers, embeddings, llm
-from brain.callers import Caller
+from brain import embeddings, llm
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import lease_claim, lease_expired, lease_finish
 from brain.text.secrets import refuse
@@ -345,90 +344,7 @@ def questions_sweep() -> int:
     )
 
 
-# --------------------------------------------------------------------------- question credentials
-
-CREDENTIAL_PREFIX = "bqc_"
 TERMINAL = (Question.Status.ANSWERED, Question.Status.REFUSED, Question.Status.FAILED)
-
-
-def question_credential_issue(
-    *, actor: Any, name: str, member: Member | None = None, service_account: ServiceAccount | None = None
-) -> tuple[Any, str]:
-    """Issue a question credential to a member or a service account (administrators only); the raw value once."""
-    from answers.models import QuestionCredential
-    from grants.audit import audit_record
-    from grants.services import require_administrator
-
-    require_administrator(actor)
-    if (member is None) == (service_account is None):
-        raise ValidationError({"owner": "issue the credential to exactly one member or service account"})
-    if not (name or "").strip() or len(name) > 80:
-        raise ValidationError({"name": "name the credential (1 to 80 characters)"})
-    token = bearer.mint(CREDENTIAL_PREFIX)
-    with transaction.atomic():
-        row = QuestionCredential.objects.create(
-            name=name.strip(), member=member, service_account=service_account,
-            token_hash=token.digest, prefix=token.shown,
-            issued_by=actor if isinstance(actor, Member) else None,
-        )  # fmt: skip
-        audit_record(actor=actor, action="question_credential.issue", target_type="question_credential",
-                     target=row.name, metadata={"id": row.pk})  # fmt: skip
-    return row, token.raw
-
-
-def question_credential_revoke(*, actor: Any, credential_id: int) -> None:
-    from answers.models import QuestionCredential
-    from grants.audit import audit_record
-    from grants.services import require_administrator
-
-    require_administrator(actor)
-    with transaction.atomic():
-        updated = QuestionCredential.objects.filter(pk=credential_id, revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
-        if not updated:
-            raise QuestionCredential.DoesNotExist("no such live credential")
-        audit_record(actor=actor, action="question_credential.revoke", target_type="question_credential",
-                     target=str(credential_id))  # fmt: skip
-
-
-def question_credential_revoke_own(*, actor: Member, credential_id: int) -> None:
-    """A member revokes a live question credential issued to them; any other is ``DoesNotExist``."""
-    from answers.models import QuestionCredential
-    from grants.audit import audit_record
-
-    with transaction.atomic():
-        updated = QuestionCredential.objects.filter(pk=credential_id, member=actor, revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
-        if not updated:
-            raise QuestionCredential.DoesNotExist("no such live credential")
-        audit_record(actor=actor, action="question_credential.revoke", target_type="question_credential",
-                     target=str(credential_id))  # fmt: skip
-
-
-def question_credential_owner(raw: str) -> Member | ServiceAccount | None:
-    """The active owner behind a live question credential, or None."""
-    from answers.models import QuestionCredential
-
-    if not raw.startswith(CREDENTIAL_PREFIX):
-        return None
-    row = (
-        QuestionCredential.objects.select_related("member__user", "service_account")
-        .filter(token_hash=bearer.digest(raw), revoked_at__isnull=True)
-        .first()
-    )
-    if row is None:
-        return None
-    if row.member is not None:
-        return row.member if row.member.is_active and row.member.user.is_active else None
-    return row.service_account if row.service_account is not None and row.service_account.is_active else None
-
-
-def question_credential_resolve(raw: str) -> Caller | None:
-    """The ``question`` caller behind a question credential (``brain.callers`` resolver)."""
-    owner = question_credential_owner(raw)
-    return Caller(principal=owner, kind=callers.QUESTION) if owner is not None else None
 
 
 def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_seconds: float = 10.0) -> Question:
@@ -443,13 +359,3 @@ def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_sec
         if question.status in TERMINAL or time.monotonic() >= deadline:
             return question
         time.sleep(0.25)
-
-
-def question_credentials_revoke_all(*, member: Member) -> int:
-    """Revoke every live question credential held by ``member`` (suspension); returns how many.
-
-    Runs inside the caller's transaction; the caller (``accounts.services``) audits.
-    """
-    from answers.models import QuestionCredential
-
-    return QuestionCredential.objects.filter(member=member, revoked_at__isnull=True).update(revoked_at=timezone.now())

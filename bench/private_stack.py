@@ -232,7 +232,8 @@ def _seed() -> dict[str, str]:
     from corpus.services import revision_create, revision_promote
     from grants.principals import SYSTEM
     from grants.services import grant_issue, member_create
-    from memory.services import api_token_issue, memory_remember
+    from memory.services import memory_remember
+    from memory.tokens import api_token_issue
 
     olive = member_create(actor=SYSTEM, username="olive", email="olive@example.com")  # signed in by session below
     grant_issue(actor=SYSTEM, member=olive, path="topics/", permission="read")

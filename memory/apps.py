@@ -11,6 +11,6 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         from brain import callers
-        from memory.services import TOKEN_PREFIX, api_token_resolve
+        from memory.tokens import TOKEN_PREFIX, api_token_resolve
 
         callers.register(TOKEN_PREFIX, api_token_resolve)

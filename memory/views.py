@@ -26,8 +26,6 @@ from memory.insights import latest_for
 from memory.models import PERSONAL_TOKEN_SCOPES, LinkType, Memory, MemoryApiToken, Workspace, default_personal_scopes
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
-    api_token_issue,
-    api_token_revoke,
     memory_append,
     memory_forget,
     memory_link,
@@ -36,6 +34,7 @@ from memory.services import (
     memory_share,
     memory_update,
 )
+from memory.tokens import api_token_issue, api_token_revoke
 
 
 def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:

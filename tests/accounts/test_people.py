@@ -24,13 +24,14 @@ from oauth2_provider.models import AccessToken, Application, RefreshToken, set_t
 
 from accounts.models import Invitation, SignedInSession
 from accounts.services import member_offboard, member_reactivate, member_suspend
-from answers.services import question_credential_issue
+from answers.credentials import question_credential_issue
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_issue, build_open
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
 from memory.models import Memory, MemoryApiToken, MemoryPreference, Workspace
-from memory.services import api_token_issue, memory_remember
+from memory.services import memory_remember
+from memory.tokens import api_token_issue
 from tests.base import BrainTestCase, publish
 
 MCP_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})

@@ -11,9 +11,9 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from drf_spectacular.validation import validate_schema
 
-from answers.services import question_credential_issue
+from answers.credentials import question_credential_issue
 from grants.principals import SYSTEM
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import BrainTestCase, publish
 
 PRICE_LIST = "topics/pricing/price-list.md"

@@ -21,11 +21,11 @@ from hypothesis import settings as hypothesis_settings
 from oauth2_provider.models import AccessToken, Application, set_token_value
 from schemathesis import checks
 
-from answers.services import question_credential_issue
+from answers.credentials import question_credential_issue
 from builds.services import build_credential_issue, build_open
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import publish
 
 CHECKS = [

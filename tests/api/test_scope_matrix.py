@@ -20,11 +20,11 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, set_token_value
 
-from answers.services import question_credential_issue
+from answers.credentials import question_credential_issue
 from brain.callers import SURFACES, admits, resolve
 from builds.services import build_credential_issue, build_open
 from grants.principals import SYSTEM
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import BrainTestCase
 
 SCOPES = ("corpus:read", "memory", "sources:write", "builds:write")

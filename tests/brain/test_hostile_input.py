@@ -192,7 +192,7 @@ class HostileRoutesTests(BrainTestCase):
         assert self.errors.records == []
 
     def test_json_bodies_deep_nan_and_nul_are_named_errors(self) -> None:
-        from memory.services import api_token_issue
+        from memory.tokens import api_token_issue
 
         token = api_token_issue(actor=self.alice, name="cli")[1]
         auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
@@ -245,7 +245,8 @@ HOSTILE_BODIES: list[str | bytes] = [
 
 class HostileRestTests(BrainTestCase):
     def test_every_rest_endpoint_takes_every_hostile_body_without_a_500(self) -> None:
-        from memory.services import api_token_issue, memory_remember
+        from memory.services import memory_remember
+        from memory.tokens import api_token_issue
 
         token = api_token_issue(actor=self.alice, name="cli")[1]
         memory = memory_remember(actor=self.alice, content="We ship on Thursdays.").memory

@@ -54,7 +54,7 @@ from grants.services import grant_issue, member_create
 from ingest.models import Extraction
 from ingest.services import document_ingest, extraction_run
 from memory.models import Memory, MemoryEvent
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import page_markdown, start_of_fresh_rate_window
 
 RETRY_AFTER = str(UNAVAILABLE_RETRY_SECONDS)

@@ -13,7 +13,8 @@ from django.test import override_settings
 from builds.services import build_credential_issue, build_open
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
-from memory.services import api_token_issue, memory_remember
+from memory.services import memory_remember
+from memory.tokens import api_token_issue
 from tests.base import BrainTestCase, page_markdown, start_of_fresh_rate_window
 
 CAPS = {"read": 1000, "search": 2, "write": 2, "import": 3, "upload": 2, "ask": 1, "register": 100}

@@ -28,7 +28,7 @@ from django.test import override_settings
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, set_token_value
 
-from answers.services import question_credential_issue
+from answers.credentials import question_credential_issue
 from brain.logging import SecretRedactingFilter
 from brain.text.secrets import find
 from builds.models import Build
@@ -38,7 +38,8 @@ from grants.models import AuditEvent
 from grants.principals import SYSTEM
 from grants.services import grant_issue
 from mcp_api.tools import CATALOGUE
-from memory.services import api_token_issue, memory_remember
+from memory.services import memory_remember
+from memory.tokens import api_token_issue
 from oauth.config import provider_settings
 from tests.base import BrainTestCase, page_markdown, publish
 

@@ -37,7 +37,7 @@ from grants.principals import SYSTEM
 from grants.services import member_create
 from memory.capture_views import BOOKMARKLET_URL_BUDGET
 from memory.models import Memory
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.browser.harness import CHROMIUM_FLAGS, BrowserTestCase, chromium_path
 
 PASSWORD = "pw-alice-123"

@@ -19,7 +19,7 @@ from django.test import LiveServerTestCase
 from brain.celery import app as celery_app
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import publish
 
 BRAIN = str(Path(sys.executable).with_name("brain"))

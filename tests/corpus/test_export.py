@@ -12,7 +12,7 @@ from corpus.services import figure_record
 from grants.models import AuditEvent
 from grants.principals import SYSTEM
 from grants.services import grant_issue
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, page_markdown, publish
 
 

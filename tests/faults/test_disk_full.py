@@ -27,7 +27,7 @@ from grants.principals import SYSTEM
 from grants.services import grant_issue
 from ingest.models import Document, Extraction
 from ingest.services import document_ingest, extraction_run
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from tests.base import BrainTestCase
 
 ROOM = 64  # bytes the disk takes before it is full

@@ -385,7 +385,7 @@ class IngestWebTests(TestCase):
     def test_rest_upload_with_a_personal_token(self) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        from memory.services import api_token_issue
+        from memory.tokens import api_token_issue
 
         token = api_token_issue(actor=self.alice, name="cli")[1]
         with self.captureOnCommitCallbacks(execute=False):

@@ -32,8 +32,8 @@ from memory.calendars import (
 from memory.classify import MemoryInvalid
 from memory.models import CalendarSubscription, Memory
 from memory.recall import memory_recall
-from memory.services import api_token_issue
 from memory.tasks import memory_calendars_refresh_task
+from memory.tokens import api_token_issue
 from oauth.config import provider_settings
 
 BASE = "https://brain.example.org"

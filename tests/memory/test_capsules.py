@@ -16,7 +16,8 @@ from grants.services import member_create
 from memory.capsule_sql import check_and_repair, problems
 from memory.capsules import MAX_CHARS, cache_key, get_capsule, normalise_content
 from memory.models import Memory, PromptCapsuleRevision
-from memory.services import api_token_issue, memory_remember, memory_set_status, memory_share, memory_update
+from memory.services import memory_remember, memory_set_status, memory_share, memory_update
+from memory.tokens import api_token_issue
 from oauth.config import provider_settings
 
 BASE = "https://brain.example.org"

@@ -9,7 +9,8 @@ from django.test import TestCase, override_settings
 from grants.principals import SYSTEM
 from grants.services import member_create
 from memory.models import LinkType, Memory, MemoryEvent, MemoryLink, Status
-from memory.services import CONTRADICTION_CANDIDATE_TAG, CONTRADICTION_TAG, api_token_issue, memory_remember
+from memory.services import CONTRADICTION_CANDIDATE_TAG, CONTRADICTION_TAG, memory_remember
+from memory.tokens import api_token_issue
 
 NO_MODEL = {"BASE_URL": "", "API_KEY": "", "MODEL": "", "TIMEOUT": 5, "MAX_STEPS": 4, "MAX_TOKENS": 4000}
 

@@ -14,7 +14,7 @@ from django.urls import resolve
 from grants.principals import SYSTEM
 from grants.services import member_create
 from memory.models import Memory
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 
 SHORTCUT = Path(__file__).resolve().parents[2] / "clients" / "ios" / "Save to Brain.shortcut.plist"
 

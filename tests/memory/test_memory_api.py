@@ -11,7 +11,7 @@ from django.test import TestCase, override_settings
 from grants.principals import SYSTEM
 from grants.services import member_create
 from memory.models import Memory, MemoryApiToken
-from memory.services import api_token_issue, api_token_revoke
+from memory.tokens import api_token_issue, api_token_revoke
 from oauth.config import provider_settings
 
 BASE = "https://brain.example.org"

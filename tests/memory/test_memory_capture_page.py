@@ -17,7 +17,7 @@ from grants.principals import SYSTEM
 from grants.services import member_create
 from memory.capture_views import BOOKMARKLET_URL_BUDGET, LINE_SEPARATOR, bookmarklet
 from memory.models import Memory, MemoryPreference
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 
 ARTICLE = "https://news.example.com/2026/release-train"
 

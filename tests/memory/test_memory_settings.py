@@ -14,7 +14,8 @@ from grants.services import member_create
 from memory.classify import MemoryInvalid
 from memory.models import Memory, TeamMemorySettings
 from memory.preferences import memory_preferences_save, team_memory_settings_save
-from memory.services import api_token_issue, capture_defaults, memory_capture_from, memory_remember
+from memory.services import capture_defaults, memory_capture_from, memory_remember
+from memory.tokens import api_token_issue
 
 
 class CaptureDefaultsTests(TestCase):

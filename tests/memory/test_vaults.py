@@ -20,7 +20,8 @@ from grants.models import Member
 from grants.principals import SYSTEM
 from grants.services import member_create
 from memory.models import Memory, MemoryLink
-from memory.services import api_token_issue, memory_link, memory_remember
+from memory.services import memory_link, memory_remember
+from memory.tokens import api_token_issue
 from memory.vaults import ImportRefused, notion_import, obsidian_files, obsidian_import
 
 pytestmark = pytest.mark.django_db

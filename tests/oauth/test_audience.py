@@ -17,7 +17,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, set_token_value
 
 from brain.callers import SURFACES, admits, resolve
-from memory.services import api_token_issue
+from memory.tokens import api_token_issue
 from oauth.audience import is_rest_v1, surface_for
 from oauth.config import MCP_PATH, MEMORY_API_PATH, provider_settings
 from tests.base import BrainTestCase

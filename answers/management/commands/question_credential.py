@@ -14,8 +14,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from answers.credentials import question_credential_issue, question_credential_revoke
 from answers.models import QuestionCredential
-from answers.services import question_credential_issue, question_credential_revoke
 from grants.models import Member, ServiceAccount
 from grants.principals import SYSTEM
 
