@@ -42,7 +42,7 @@ from builds.services import (
 from corpus.diffs import line_diff
 from corpus.models import Page
 from corpus.views import page_unavailable
-from grants.decorators import limited_view
+from grants.decorators import limited_view, member_required
 from grants.models import Member
 from grants.principals import principal_for_user
 
@@ -167,13 +167,10 @@ def _progress(build: Build, viewer: Member | None) -> dict[str, object]:
     return {"running": bool(total), "done": None, "total": None}
 
 
-@login_required
 @require_POST
-def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
+@member_required
+def build_approve(request: HttpRequest, member: Member, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)
-    member = principal_for_user(request.user)
-    if member is None:
-        raise Http404("build not found")
     form = ReviewForm(request.POST)
     if not form.is_valid():
         return _render_detail(request, build, form=form, status=400)
@@ -187,13 +184,10 @@ def build_approve(request: HttpRequest, public_id: str) -> HttpResponse:
     return redirect("builds:build-detail", public_id=build.public_id)
 
 
-@login_required
 @require_POST
-def build_reject_view(request: HttpRequest, public_id: str) -> HttpResponse:
+@member_required
+def build_reject_view(request: HttpRequest, member: Member, public_id: str) -> HttpResponse:
     build = _visible_or_404(request, public_id)
-    member = principal_for_user(request.user)
-    if member is None:
-        raise Http404("build not found")
     form = RejectForm(request.POST)
     if not form.is_valid():
         # Keep what was typed; say what is missing beside the field.

@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -26,21 +25,13 @@ from brain.ratelimit import RateLimited, hit, throttled
 from brain.text.secrets import find
 from corpus.models import Source
 from corpus.selectors import source_get_visible
-from grants.decorators import limited_view
+from grants.decorators import limited_view, member_required
 from grants.models import Member
-from grants.principals import principal_for_user
 from ingest.models import Extraction
 from ingest.selectors import uploads_of
 from ingest.services import document_ingest, extraction_retry
 from ingest.storage import StorageFull
 from oauth.audience import member_for
-
-
-def _member(request: HttpRequest) -> Member:
-    member = principal_for_user(request.user)
-    if member is None:
-        raise Http404
-    return member
 
 
 def latest_extraction(source: Source) -> Extraction | None:
@@ -70,11 +61,10 @@ def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Extraction:
     )  # fmt: skip
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 @limited_view("upload")
-def upload(request: HttpRequest) -> HttpResponseBase:
-    member = _member(request)
+@member_required
+def upload(request: HttpRequest, member: Member) -> HttpResponseBase:
     problems: list[str] = []
     status = 400  # of a refusal; a full storage says 507
     if request.method == "POST":
@@ -104,11 +94,11 @@ def upload(request: HttpRequest) -> HttpResponseBase:
     return render(request, "ingest/upload.html", context, status=status if problems else 200)
 
 
-@login_required
 @require_GET
-def source(request: HttpRequest, key: str) -> HttpResponseBase:
+@member_required
+def source(request: HttpRequest, member: Member, key: str) -> HttpResponseBase:
     try:
-        found = source_get_visible(principal=_member(request), key=key)
+        found = source_get_visible(principal=member, key=key)
     except Source.DoesNotExist as exc:
         raise Http404 from exc
     context: dict[str, Any] = {"source": found, "extraction": latest_extraction(found)}
@@ -116,26 +106,26 @@ def source(request: HttpRequest, key: str) -> HttpResponseBase:
     return render(request, template, context)
 
 
-@login_required
 @require_GET
-def uploads(request: HttpRequest) -> HttpResponse:
+@member_required
+def uploads(request: HttpRequest, member: Member) -> HttpResponse:
     """The member's own uploads with their extraction status, newest first (polls while any runs)."""
-    rows = uploads_of(member=_member(request))
+    rows = uploads_of(member=member)
     running = any(row.status in (Extraction.Status.QUEUED, Extraction.Status.RUNNING) for row in rows)
     template = "ingest/_uploads_table.html" if request.headers.get("HX-Request") else "ingest/uploads.html"
     return render(request, template, {"rows": rows, "running": running})
 
 
-@login_required
 @require_GET
-def original(request: HttpRequest, key: str) -> HttpResponseBase:
+@member_required
+def original(request: HttpRequest, member: Member, key: str) -> HttpResponseBase:
     """The uploaded file as it was sent, for anyone who may read its capture; always a download.
 
     Served as an attachment of type ``application/octet-stream`` so a browser never renders
     an uploaded HTML or SVG file on our origin.
     """
     try:
-        found = source_get_visible(principal=_member(request), key=key)
+        found = source_get_visible(principal=member, key=key)
     except Source.DoesNotExist as exc:
         raise Http404 from exc
     document = getattr(found, "document", None)
@@ -150,10 +140,9 @@ def original(request: HttpRequest, key: str) -> HttpResponseBase:
     return response
 
 
-@login_required
 @require_POST
-def retry(request: HttpRequest, key: str) -> HttpResponseBase:
-    member = _member(request)
+@member_required
+def retry(request: HttpRequest, member: Member, key: str) -> HttpResponseBase:
     try:
         found = source_get_visible(principal=member, key=key)
     except Source.DoesNotExist as exc:
