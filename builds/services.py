@@ -26,24 +26,21 @@ from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, refuse_a
 from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, Promotion, Review
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
+from corpus.figures import figure_check, figure_record, figure_source
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
 from corpus.models import Page, Source
 from corpus.services import (
     ChunkStats,
-    capture_key_assign,
     drafts_publish,
-    figure_check,
-    figure_record,
-    figure_source,
     markdown_sha,
     may_write,
     page_retire,
     page_validate,
     revision_create,
     revision_promote,
-    source_create,
     store_chunks,
 )
+from corpus.sources import capture_key_assign, source_create
 from grants.audit import audit_record
 from grants.models import Member, Permission
 from grants.principals import Principal, SystemPrincipal, actor_fields

@@ -28,7 +28,7 @@ from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
-from corpus.services import capture_key_assign, source_create
+from corpus.sources import capture_key_assign, source_create
 from grants.audit import audit_record
 from grants.models import Member
 from ingest.converters import ConversionFailed, Unsupported, convert, sniff

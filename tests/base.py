@@ -8,7 +8,8 @@ from typing import Any
 from django.test import TestCase
 
 from corpus.models import Page, Source
-from corpus.services import revision_create, revision_promote, source_create
+from corpus.services import revision_create, revision_promote
+from corpus.sources import source_create
 from grants.models import Grant, Member
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create

@@ -22,7 +22,7 @@ from corpus.selectors import (
     source_list_visible,
     source_search,
 )
-from corpus.services import source_tag
+from corpus.sources import source_tag
 from mcp_api.base import Args, Caller, Out, Tool
 
 

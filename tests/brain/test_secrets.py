@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from brain.text.secrets import BANK_IDENTIFIER, CREDENTIAL, PAYMENT_CARD, SecretRefused, find, mask, refuse
-from corpus.services import revision_create, source_create
+from corpus.services import revision_create
+from corpus.sources import source_create
 from grants.models import AuditEvent
 from grants.principals import SYSTEM
 from tests.base import BrainTestCase, page_markdown

@@ -33,7 +33,7 @@ from brain.logging import SecretRedactingFilter
 from brain.text.secrets import find
 from builds.models import Build
 from builds.services import build_credential_issue, build_open, build_write_page
-from corpus.services import source_create
+from corpus.sources import source_create
 from grants.models import AuditEvent
 from grants.principals import SYSTEM
 from grants.services import grant_issue

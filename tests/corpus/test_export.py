@@ -8,7 +8,7 @@ import zipfile
 from django.test import Client
 
 from corpus.export import corpus_files, zip_stream
-from corpus.services import figure_record
+from corpus.figures import figure_record
 from grants.models import AuditEvent
 from grants.principals import SYSTEM
 from grants.services import grant_issue

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from brain.text.paths import PathError, validate_category, validate_page_path
+from corpus.figures import figure_check
 from corpus.frontmatter import validate_source_id
-from corpus.services import figure_check
 from grants.principals import SYSTEM
 from grants.services import member_create
 from tests.base import capture, publish

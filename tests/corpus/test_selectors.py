@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from django.core.exceptions import PermissionDenied
 
+from corpus.figures import figure_record
 from corpus.models import Chunk, Figure, Page, Revision, Source
 from corpus.selectors import (
     figure_current,
@@ -18,7 +19,7 @@ from corpus.selectors import (
     source_list_visible,
     source_search,
 )
-from corpus.services import figure_record, source_tag
+from corpus.sources import source_tag
 from grants.principals import SYSTEM
 from grants.services import grant_issue
 from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, publish

@@ -8,9 +8,9 @@ import re
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from corpus.diffs import WORD_DIFF_MAX_BLOCK_LINES, line_diff
+from corpus.figures import figure_record
 from corpus.search import SearchResult
 from corpus.search_results import group_by_page
-from corpus.services import figure_record
 from grants.principals import SYSTEM
 from grants.services import grant_issue
 from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, publish

@@ -30,8 +30,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from builds.services import build_import
+from corpus.figures import figure_record
 from corpus.models import Figure, Page, Source
-from corpus.services import figure_record, source_create
+from corpus.sources import source_create
 from grants.models import Grant, Group, Member, ServiceAccount
 from grants.principals import SYSTEM
 from grants.services import (

@@ -1,0 +1,92 @@
+"""Figures: a tracked value on a live page (key, value, unit, as of, cited capture), with its history."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal, InvalidOperation
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from corpus.models import Figure, Page, Source
+from corpus.services import _refuse_secrets
+from grants.audit import audit_record
+from grants.models import Member
+from grants.principals import Principal
+
+
+def figure_source(*, actor: Principal, source_key: str | None, branch_sources: frozenset[str]) -> Source | None:
+    """The capture a figure cites: one ``actor`` can read, or a draft on the same branch;
+    ``Source.DoesNotExist`` otherwise (a capture they cannot read looks like none)."""
+    if source_key is None:
+        return None
+    if source_key in branch_sources:
+        return Source.objects.get(key=source_key)
+    return Source.objects.visible_to(actor, "read").get(key=source_key)
+
+
+def figure_check(*, actor: Principal, page_path: str, key: str, value: object, unit: str = "") -> Decimal:
+    """The value as a number, once key, value and unit are well formed and hold no secret
+    (``ValidationError`` naming each bad field; ``SecretRefused``). No permission check."""
+    errors: dict[str, str] = {}
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,127}", key or ""):
+        errors["key"] = "figure key is 1-128 of a-z, 0-9, '.', '-', '_'"
+    try:
+        number = Decimal(str(value))
+        if not number.is_finite():
+            raise InvalidOperation
+    except (InvalidOperation, ValueError):
+        errors["value"] = "value must be a finite number"
+        number = Decimal(0)
+    if len(unit) > 32:
+        errors["unit"] = "unit is at most 32 characters"
+    if errors:
+        raise ValidationError(errors)
+    _refuse_secrets(
+        actor=actor,
+        fields=[("figure key", key), ("figure unit", unit), ("figure value", str(value)), ("page", page_path)],
+        target=key,
+    )
+    return number
+
+
+def figure_record(
+    *,
+    actor: Principal,
+    page_path: str,
+    key: str,
+    value: str | int | float | Decimal,
+    unit: str = "",
+    as_of: dt.date,
+    source_key: str | None = None,
+    draft: bool = False,
+    branch_sources: frozenset[str] = frozenset(),
+) -> Figure:
+    """Record a new value of figure ``key`` on a live page (history is kept).
+
+    ``draft=True`` records it on a build branch: invisible until the build is promoted.
+    ``branch_sources``: keys of draft captures on that branch, which the figure may cite.
+
+    Needs ``suggest`` on the page; a page the actor cannot see is ``Page.DoesNotExist``.
+    """
+    number = figure_check(actor=actor, page_path=page_path, key=key, value=value, unit=unit)
+    with transaction.atomic():
+        page = Page.objects.visible_to(actor, "read").get(path=page_path)
+        if not Page.objects.visible_to(actor, "suggest").filter(pk=page.pk).exists():
+            raise PermissionDenied(f"you hold no suggest permission on {page_path}")
+        source = figure_source(actor=actor, source_key=source_key, branch_sources=branch_sources)
+        figure = Figure.objects.create(
+            key=key,
+            value=number,
+            unit=unit,
+            as_of=as_of,
+            page=page,
+            source=source,
+            recorded_by=actor if isinstance(actor, Member) else None,
+            is_live=not draft,
+        )
+        audit_record(
+            actor=actor, action="figure.record", target_type="figure", target=key, metadata={"page": page_path}
+        )
+    return figure
