@@ -34,6 +34,11 @@ def task_named(task: Any) -> Any:
     if isinstance(task, str):
         from brain.celery import app
 
+        if task not in app.tasks:
+            # Autodiscovery is lazy: only a worker's start-up imports every app's tasks module.
+            # A web process queues by name without ever importing them, so do it here, once
+            # (imports are cached; the registry then answers every later name).
+            app.loader.import_default_modules()
         return app.tasks[task]
     return task
 

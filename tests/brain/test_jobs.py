@@ -78,3 +78,19 @@ class SweepRuleTests(TestCase):
         ):
             assert questions_sweep() == 1
         delay.assert_called_once_with(question.pk)
+
+
+def test_a_task_is_found_by_name_in_a_process_that_never_imported_its_module() -> None:
+    """A web process queues by name (``brain.jobs``) without importing any tasks module."""
+    import subprocess
+    import sys
+
+    code = (
+        "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'brain.settings'); django.setup()\n"
+        "import sys; assert 'answers.tasks' not in sys.modules\n"
+        "from brain.jobs import task_named\n"
+        "print(task_named('answers.run').name, task_named('memory.settle').name)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["answers.run", "memory.settle"]
