@@ -228,6 +228,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "memory-insights": {"task": "memory.insights", "schedule": 3600.0},
     # Document chunks likewise (and, after a model change, both get the new model's vectors).
     "ingest-backfill": {"task": "ingest.backfill_embeddings", "schedule": 300.0},
+    # And page chunks written while the embedder was down (a model change goes through build_reembed).
+    "corpus-backfill": {"task": "corpus.backfill_embeddings", "schedule": 300.0},
     # Extractions queued or leased by a worker that died get re-enqueued.
     "ingest-sweep": {"task": "ingest.sweep", "schedule": 60.0},
     "answers-sweep": {"task": "answers.sweep", "schedule": 60.0},

@@ -4,8 +4,9 @@ A row gets no vector when the embedder is down at write time, and keeps a vector
 old model after ``BRAIN_EMBEDDINGS_*`` changes. Either way its semantic search is wrong
 until it is embedded again — so dense search arms only compare vectors of the current
 model (``current_model_q``), and a periodic task calls ``refresh_stale_vectors`` for
-memories and for document chunks. (Corpus chunks are re-embedded by a reviewed-by-nobody
-``build_reembed`` build instead, whose record says how many vectors changed.)
+memories and for document chunks. Page chunks written while the embedder was down are
+filled the same way (``missing_only``); after a model change they are re-embedded by a
+``build_reembed`` build instead, whose record says how many vectors changed.
 """
 
 from __future__ import annotations
@@ -35,17 +36,22 @@ def refresh_stale_vectors(
     embed_input: Callable[[str], str] = lambda text: text,
     batch: int = 200,
     seconds: float = 120.0,
+    missing_only: bool = False,
+    row_input: Callable[[Any], str] | None = None,
 ) -> int:
     """Embed rows of ``model`` with no vector or another model's, batch by batch, until none
     are left or ``seconds`` have passed; returns how many rows were written.
 
-    ``embed_input`` turns the row's ``text_field`` into what is embedded. A row whose text
+    ``embed_input`` turns the row's ``text_field`` into what is embedded (``row_input``, when
+    given, builds it from the whole row instead). A row whose text
     changed while its batch was being embedded is left for the next run (the write is
     conditional on the text it was computed from). Stops quietly, keeping what it wrote,
     when the embedder is unavailable.
     """
     current = embeddings.model_id()
-    stale = Q(embedding__isnull=True) | ~Q(embedding_model=current)
+    # missing_only: rows of another model are not ours to replace (page chunks change model
+    # through a reviewed ``build_reembed``, whose record says how many vectors changed).
+    stale = Q(embedding__isnull=True) if missing_only else Q(embedding__isnull=True) | ~Q(embedding_model=current)
     manager: Any = model._default_manager
     deadline = time.monotonic() + seconds
     written = 0
@@ -55,8 +61,9 @@ def refresh_stale_vectors(
         if not rows:
             break
         texts = [getattr(row, text_field) for row in rows]
+        inputs = [row_input(row) for row in rows] if row_input else [embed_input(text) for text in texts]
         try:
-            vectors = embeddings.embed([embed_input(text) for text in texts])
+            vectors = embeddings.embed(inputs)
         except embeddings.EmbeddingError:
             logger.warning("vector refresh of %s paused: the embedder is unavailable", model._meta.label)
             break

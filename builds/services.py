@@ -713,7 +713,7 @@ def build_import(
         build = build_open(actor=requester, title=title, kind=Build.Kind.IMPORT)
         # Embed every new chunk of the change in one batch, then draft page by page.
         chunked = {path: chunk_markdown(document.body) for path, _, document in changed}
-        result.chunks.embedded, _ = store_chunks(chunk for chunks in chunked.values() for chunk in chunks)
+        result.chunks.embedded = store_chunks(chunk for chunks in chunked.values() for chunk in chunks).embedded
         result.chunks.new = result.chunks.embedded
         for path, markdown, document in changed:
             revision, stats = revision_create(

@@ -130,14 +130,16 @@ class Chunk(models.Model):
     """A content-addressed piece of a page: id = sha256(heading path + body).
 
     Chunks are shared by every revision that contains the same text under the same
-    headings, so an unchanged section is never embedded twice. Rows are never edited.
+    headings, so an unchanged section is never embedded twice. Their text is never edited;
+    a chunk written while the embedder was down has no vector (found by keyword only) until
+    ``corpus.backfill_embeddings`` fills it.
     """
 
     id = models.CharField(max_length=64, primary_key=True)
     heading_path = models.TextField()
     body = models.TextField()
-    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
-    embedding_model = models.CharField(max_length=100)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True, default="")
     # NFKC forms for keyword search (see corpus.lexical): English words, and character
     # bigrams of scripts written without spaces, both in the one tsvector.
     lexical_heading = models.TextField(default="")

@@ -299,7 +299,7 @@ def _candidates(
                    row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank
               FROM (SELECT c.id AS chunk_id, c.embedding <=> %s::vector AS distance
                       FROM corpus_chunk c
-                     WHERE (SELECT exact FROM vis_count)
+                     WHERE (SELECT exact FROM vis_count) AND c.embedding IS NOT NULL
                        AND c.id = ANY(ARRAY(
                            SELECT rc.chunk_id FROM vis, LATERAL (
                                SELECT rc.chunk_id FROM corpus_revisionchunk rc
@@ -311,7 +311,8 @@ def _candidates(
             f"""(SELECT 'semantic' AS arm, s.chunk_id, 1 - s.distance AS raw,
                    row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank
               FROM (SELECT c.id AS chunk_id, c.embedding <=> %s::vector AS distance
-                      FROM corpus_chunk c WHERE NOT (SELECT exact FROM vis_count) AND {live}
+                      FROM corpus_chunk c
+                     WHERE NOT (SELECT exact FROM vis_count) AND c.embedding IS NOT NULL AND {live}
                      ORDER BY c.embedding <=> %s::vector LIMIT %s) s)"""
         )
         params += [vector, vector, limit]

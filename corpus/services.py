@@ -24,7 +24,7 @@ import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -228,20 +228,33 @@ def _frontmatter_values(frontmatter: dict[str, Any]) -> list[tuple[str, str | No
 # --------------------------------------------------------------------------- chunks
 
 
-def store_chunks(chunks: Iterable[ChunkText]) -> tuple[int, int]:
-    """Insert the chunks not stored yet, embedding them in one call; return (new, reused).
+class StoredChunks(NamedTuple):
+    new: int
+    reused: int
+    embedded: int  # of the new ones; 0 while the embedder is down (back-filled later)
 
-    Runs inside the caller's transaction: if the embedder fails, nothing is written.
-    One call for many chunks lets the embedder batch by length (several times faster
-    than a call per page). Concurrent writers of the same chunk are harmless (same id,
-    same text, ``ignore_conflicts``).
+
+def store_chunks(chunks: Iterable[ChunkText]) -> StoredChunks:
+    """Insert the chunks not stored yet, embedding them in one call.
+
+    Runs inside the caller's transaction. One call for many chunks lets the embedder batch
+    by length (several times faster than a call per page). When the embedder fails the
+    chunks are still written, without vectors — the page is found by keyword meanwhile and
+    ``corpus.backfill_embeddings`` embeds them later: a person's write never waits on the
+    embedder. Concurrent writers of the same chunk are harmless (same id, same text,
+    ``ignore_conflicts``).
     """
     unique: dict[str, ChunkText] = {chunk.id: chunk for chunk in chunks}
     existing = set(Chunk.objects.filter(id__in=list(unique)).values_list("id", flat=True))
     missing = [chunk for chunk_id, chunk in unique.items() if chunk_id not in existing]
     if missing:
-        vectors = embeddings.embed([chunk.embedding_input for chunk in missing])
-        model_id = embeddings.model_id()
+        vectors: list[Any]
+        try:
+            vectors = list(embeddings.embed([chunk.embedding_input for chunk in missing]))
+            model_id = embeddings.model_id()
+        except embeddings.EmbeddingError:
+            logger.warning("%d page chunks stored without vectors: the embedder is unavailable", len(missing))
+            vectors, model_id = [None] * len(missing), ""
         Chunk.objects.bulk_create(
             [
                 Chunk(
@@ -259,16 +272,17 @@ def store_chunks(chunks: Iterable[ChunkText]) -> tuple[int, int]:
             ignore_conflicts=True,
             batch_size=500,
         )
-    return len(missing), len(unique) - len(missing)
+    embedded = len(missing) if missing and vectors[0] is not None else 0
+    return StoredChunks(new=len(missing), reused=len(unique) - len(missing), embedded=embedded)
 
 
 def _attach_chunks(revision: Revision, chunks: list[ChunkText]) -> ChunkStats:
     """Link ``chunks`` to ``revision`` in order, storing (and embedding) the new ones."""
-    new, reused = store_chunks(chunks)
+    new, reused, embedded = store_chunks(chunks)
     RevisionChunk.objects.bulk_create(
         [RevisionChunk(revision=revision, chunk_id=chunk.id, ordinal=index) for index, chunk in enumerate(chunks)]
     )
-    return ChunkStats(total=len(chunks), new=new, reused=reused, embedded=new)
+    return ChunkStats(total=len(chunks), new=new, reused=reused, embedded=embedded)
 
 
 # --------------------------------------------------------------------------- revisions
@@ -285,8 +299,8 @@ def revision_create(
     """Write a draft revision of the page at ``path`` (not live until promoted).
 
     Checks: the page validates; ``actor`` holds at least ``suggest`` on the page as it
-    will be and as it is now. Chunks and their embeddings are written in the same
-    transaction; an embedding failure leaves nothing behind (``EmbeddingError``).
+    will be and as it is now. Chunks are written in the same transaction, with their vectors
+    — or, while the embedder is down, without (``store_chunks``; back-filled later).
     ``document``/``chunks`` let a caller that already validated and chunked the page
     (``builds.services.build_import``) skip redoing it; they must come from this ``markdown``.
     Raises ``PageInvalid``, ``SecretRefused``, ``NulRefused``, ``PermissionDenied``.

@@ -135,15 +135,19 @@ class CorpusImportTests(VictorMixin, BrainTestCase):
         assert not Build.objects.exists()
         assert not Page.objects.exists()
 
-    def test_embedding_failure_writes_nothing(self) -> None:
+    def test_an_embedder_outage_imports_everything_and_leaves_the_vectors_to_the_backfill(self) -> None:
+        from corpus.tasks import chunks_backfill_task
+
         def broken(texts):
             raise embeddings.EmbeddingError("the embedder failed (RuntimeError)")
 
-        with mock.patch.object(embeddings, "embed", side_effect=broken), pytest.raises(embeddings.EmbeddingError):
-            build_import(requester=self.alice, approver=self.victor, files=TREE.items())
-        assert not Page.objects.exists()
-        assert not Revision.objects.exists()
-        assert not Chunk.objects.exists()
+        with mock.patch.object(embeddings, "embed", side_effect=broken):
+            result = build_import(requester=self.alice, approver=self.victor, files=TREE.items())
+        assert result.chunks.embedded == 0
+        assert Page.objects.count() == 3
+        assert Chunk.objects.filter(embedding__isnull=True).count() == Chunk.objects.count() > 0
+        chunks_backfill_task()
+        assert not Chunk.objects.filter(embedding__isnull=True).exists()
 
 
 class CorpusImportCommandTests(VictorMixin, BrainTestCase):
