@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import frontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
+from pydantic import BaseModel, ConfigDict, Field
 
 from brain.domain import DomainError
 from brain.text.paths import PathError, validate_category, validate_page_path
@@ -72,9 +73,15 @@ class PageInvalid(DomainError, ValueError):
         return "The page is not valid: " + "; ".join(str(problem) for problem in self.problems)
 
 
-@dataclass
-class PageDocument:
-    """A validated page, ready to become a revision."""
+class PageDocument(BaseModel):
+    """A validated page, ready to become a revision: the one page-document model.
+
+    ``parse_page`` makes it from Markdown (validation), ``corpus.services.document_from_revision``
+    from a stored revision (promotion, review), and the MCP/REST ``validate_page`` answer
+    carries it, so all three read a page the same way (the title rule included: ``page_title``).
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     path: str
     frontmatter: dict[str, Any]
@@ -87,8 +94,8 @@ class PageDocument:
     as_of: dt.date
     category: str | None
     sensitivity: int
-    sources: list[str] = field(default_factory=list)
-    related: list[str] = field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list)
 
 
 def _as_date(value: Any) -> dt.date | None:

@@ -23,7 +23,7 @@ from builds.services import (
     build_submit,
     build_write_page,
 )
-from corpus.frontmatter import PageInvalid
+from corpus.frontmatter import PageDocument, PageInvalid
 from corpus.selectors import (
     frontmatter_as_seen_by,
 )
@@ -175,15 +175,17 @@ def diff_page(caller: Caller, args: PathArgs) -> DiffOut:
 class ValidateOut(Out):
     valid: bool
     problems: list[str]
+    # The page as it would be written (the same model validation and promotion use); null when invalid.
+    document: PageDocument | None = None
 
 
 def validate_page(caller: Caller, args: WriteArgs) -> ValidateOut:
     try:
-        page_validate(actor=caller.principal, path=args.path, markdown=args.markdown,
-                      branch_sources=branch_capture_keys(_build(caller)))  # fmt: skip
+        document = page_validate(actor=caller.principal, path=args.path, markdown=args.markdown,
+                                 branch_sources=branch_capture_keys(_build(caller)))  # fmt: skip
     except PageInvalid as invalid:
         return ValidateOut(valid=False, problems=[str(problem) for problem in invalid.problems])
-    return ValidateOut(valid=True, problems=[])
+    return ValidateOut(valid=True, problems=[], document=document)
 
 
 class StatusOut(Out):
