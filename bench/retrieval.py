@@ -136,6 +136,40 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("score adaptive", {"fusion": "score", "weights": (1.0, 1.0), "lexical_mode": "any", "adaptive": True}),
     ("score 1:0.5 adaptive", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any", "adaptive": True}),
     ("zscore 1:0.5 adaptive", {"fusion": "zscore", "weights": (1.0, 0.5), "lexical_mode": "any", "adaptive": True}),
+    # LEXICAL_LENGTH: the lexical weight shrinks with the query's content words beyond N.
+    (
+        "weighted_rrf 1:0.3 len3",
+        {"fusion": "weighted_rrf", "weights": (1.0, 0.3), "lexical_mode": "any", "lexical_length": 3},
+    ),
+    (
+        "weighted_rrf 1:0.5 len3",
+        {"fusion": "weighted_rrf", "weights": (1.0, 0.5), "lexical_mode": "any", "lexical_length": 3},
+    ),
+    (
+        "weighted_rrf 1:1 len2",
+        {"fusion": "weighted_rrf", "weights": (1.0, 1.0), "lexical_mode": "any", "lexical_length": 2},
+    ),
+    ("score 1:0.5 len3", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any", "lexical_length": 3}),
+    (
+        "score 1:0.5 len3 x2",
+        {
+            "fusion": "score",
+            "weights": (1.0, 0.5),
+            "lexical_mode": "any",
+            "lexical_length": 3,
+            "lexical_length_max": 2.0,
+        },
+    ),
+    (
+        "score 1:0.5 len4 x2",
+        {
+            "fusion": "score",
+            "weights": (1.0, 0.5),
+            "lexical_mode": "any",
+            "lexical_length": 4,
+            "lexical_length_max": 2.0,
+        },
+    ),
 ]
 ARMS = ("lexical any", "lexical and", "semantic")
 DATA = Path(__file__).resolve().parent / "data"
@@ -305,6 +339,8 @@ def _default_name() -> str:
             options.get("fusion") == fusion
             and options.get("lexical_mode") == lexical_mode
             and bool(options.get("adaptive", False)) == bool(config["ADAPTIVE"])
+            and int(options.get("lexical_length", 0)) == int(config["LEXICAL_LENGTH"])
+            and float(options.get("lexical_length_max", 1.0)) == float(config["LEXICAL_LENGTH_MAX"])
         )
         if same and (fusion == "rrf" or options.get("weights") == weights):
             return name

@@ -397,6 +397,10 @@ BRAIN_SEARCH: dict[str, Any] = {
     "RRF_K": env_int("BRAIN_SEARCH_RRF_K", 60, minimum=1),
     "SEMANTIC_WEIGHT": float(env_str("BRAIN_SEARCH_SEMANTIC_WEIGHT") or 1.0),
     "LEXICAL_WEIGHT": float(env_str("BRAIN_SEARCH_LEXICAL_WEIGHT") or 0.3),
+    # The lexical weight times LEXICAL_LENGTH / (the query's content words), at most
+    # LEXICAL_LENGTH_MAX: less for long questions, more for a keyword or two (0: off).
+    "LEXICAL_LENGTH": env_int("BRAIN_SEARCH_LEXICAL_LENGTH", 0, minimum=0, maximum=50),
+    "LEXICAL_LENGTH_MAX": float(env_str("BRAIN_SEARCH_LEXICAL_LENGTH_MAX") or 1.0),
     "CANDIDATES": env_int("BRAIN_SEARCH_CANDIDATES", 40, minimum=10, maximum=1000),
     "PER_PAGE": env_int("BRAIN_SEARCH_PER_PAGE", 2, minimum=1, maximum=20),
     "EF_SEARCH": env_int("BRAIN_SEARCH_EF_SEARCH", 100, minimum=10, maximum=1000),

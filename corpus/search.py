@@ -87,6 +87,12 @@ def search_settings() -> dict[str, Any]:
         "FUSION": "weighted_rrf",
         "LEXICAL": "any",
         "ADAPTIVE": False,
+        # 0: off. N: the lexical weight shrinks as N / (the query's content words) beyond N
+        # words — long questions share ordinary words with many pages (docs/search.md).
+        "LEXICAL_LENGTH": 0,
+        # With LEXICAL_LENGTH: at most this factor for queries shorter than N content words (a
+        # one-word product name is the lexical arm's strongest case).
+        "LEXICAL_LENGTH_MAX": 1.0,
         "RRF_K": 60,
         "SEMANTIC_WEIGHT": 1.0,
         "LEXICAL_WEIGHT": 0.3,
@@ -403,6 +409,9 @@ def _fuse(
         top = {arm: {candidates[key].path for key, _ in ranked[:ADAPTIVE_TOP]} for arm, ranked in arms.items()}
         agreement = len(top["semantic"] & top["lexical"]) / ADAPTIVE_TOP
         weights["lexical"] *= max(ADAPTIVE_FLOOR, min(1.0, agreement * 2))
+    if int(config.get("LEXICAL_LENGTH") or 0) > 0 and config.get("_QUERY_WORDS"):
+        factor = int(config["LEXICAL_LENGTH"]) / int(config["_QUERY_WORDS"])
+        weights["lexical"] *= min(float(config.get("LEXICAL_LENGTH_MAX") or 1.0), factor)
     fused = fusion.fuse(arms, method=method, weights=weights, rrf_k=float(config["RRF_K"]))
     scored = [(score, candidates[key]) for key, score in fused.items()]
     scored.sort(key=lambda item: (-item[0], item[1].path, item[1].heading_path))
@@ -466,6 +475,8 @@ def search(
     arms: tuple[str, ...] = ("semantic", "lexical"),
     lexical_mode: str | None = None,
     adaptive: bool | None = None,
+    lexical_length: int | None = None,
+    lexical_length_max: float | None = None,
 ) -> SearchResponse:
     """Search the live corpus as ``principal`` sees it.
 
@@ -480,6 +491,10 @@ def search(
         config["SEMANTIC_WEIGHT"], config["LEXICAL_WEIGHT"] = weights
     if adaptive is not None:
         config["ADAPTIVE"] = adaptive
+    if lexical_length is not None:
+        config["LEXICAL_LENGTH"] = lexical_length
+    if lexical_length_max is not None:
+        config["LEXICAL_LENGTH_MAX"] = lexical_length_max
     if not arms or set(arms) - {"semantic", "lexical"}:
         raise SearchError("arms must be 'semantic' and/or 'lexical'")
     method = fusion or str(config["FUSION"])
@@ -490,6 +505,7 @@ def search(
         raise SearchError("query must not be empty")
     if len(query) > 1000:
         raise SearchError("query must be at most 1,000 characters")
+    config["_QUERY_WORDS"] = len({word for word in _query_words(query) if len(word) >= 4})
     if not 1 <= k <= 100:
         raise SearchError("k must be between 1 and 100")
     cap = int(per_page if per_page is not None else config["PER_PAGE"])
