@@ -42,6 +42,14 @@ class ScanRule:
         only err towards the exact scan, which is always right, only slower."""
         return table_rows > 0 and self.exact(int(table_rows), table_rows)
 
+    def exact_for(self, visible: Any, table: str) -> bool:
+        """The rule for a queryset of the caller's visible rows of ``table``: no count when the
+        whole table is within it (or empty), else a count that stops past the limit."""
+        rows = table_rows(table)
+        if rows == 0 or self.exact_without_counting(rows):  # 0: empty, counting is free
+            return True
+        return self.exact(visible[: self.limit + 1].count(), rows)
+
     def sql(self, visible_sql: str, table_rows_sql: str) -> tuple[str, list[Any]]:
         """The same rule as an SQL boolean over two scalar expressions."""
         expression = (

@@ -346,7 +346,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
     from pgvector.django import CosineDistance
 
     from brain import embeddings, fusion
-    from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows
+    from brain.vector_scan import ScanRule, hnsw_settings_sql
     from brain.vectors import current_model_q
     from corpus.models import SourceChunk
     from corpus.search import query_embedding, search_settings
@@ -371,7 +371,7 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
         # their chunks; otherwise the HNSW index, walked iteratively until enough pass the filter.
         config = search_settings()
         rule = ScanRule(int(config["EXACT_PAGES"]), float(config["EXACT_FRACTION"]))
-        exact = rule.exact(visible[: rule.limit + 1].count(), table_rows("corpus_source"))
+        exact = rule.exact_for(visible, "corpus_source")
         distance: Any = CosineDistance("embedding", embedding)
         if exact:
             distance = ExpressionWrapper(distance + Value(0.0), output_field=FloatField())  # keeps the index out

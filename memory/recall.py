@@ -35,7 +35,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from brain import embeddings, fusion
-from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows
+from brain.vector_scan import ScanRule, hnsw_settings_sql
 from brain.vectors import current_model_q
 from corpus.lexical import normalise
 from corpus.search import query_embedding, tsquery_sql
@@ -222,7 +222,7 @@ def memory_recall(
             # island in its graph, and at 50k memories even ef_search 400 found the right one
             # for only 4 questions in 36 (bench/memory_recall.py). "+ 0" keeps the planner off
             # the index. Beyond the limit, HNSW with a wide beam and iterative scanning.
-            exact = _few_enough_to_scan(candidates, ScanRule(settings.BRAIN_MEMORY_EXACT_LIMIT))
+            exact = ScanRule(settings.BRAIN_MEMORY_EXACT_LIMIT).exact_for(candidates, "memory_memory")
             distance: Any = CosineDistance("embedding", vector)
             if exact:
                 distance = ExpressionWrapper(distance + Value(0.0), output_field=FloatField())
@@ -298,15 +298,6 @@ def memory_recall(
         )
     response.results = results
     return response
-
-
-def _few_enough_to_scan(candidates: Any, rule: ScanRule) -> bool:
-    """``brain.vector_scan``'s rule for the caller's candidate memories: no count when the whole
-    table is within it, else a count that stops at the limit."""
-    rows = table_rows("memory_memory")
-    if rows == 0 or rule.exact_without_counting(rows):  # 0: empty, counting is free
-        return True
-    return rule.exact(candidates[: rule.limit + 1].count(), rows)
 
 
 def _expand(actor: Member, results: list[Recalled], hops: int, base: Any) -> list[Recalled]:
