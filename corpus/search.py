@@ -505,7 +505,8 @@ def search(
         raise SearchError("query must not be empty")
     if len(query) > 1000:
         raise SearchError("query must be at most 1,000 characters")
-    config["_QUERY_WORDS"] = len({word for word in _query_words(query) if len(word) >= 4})
+    if int(config.get("LEXICAL_LENGTH") or 0) > 0:  # the question-length rule only: not on every search
+        config["_QUERY_WORDS"] = len({word for word in _query_words(query) if len(word) >= 4})
     if not 1 <= k <= 100:
         raise SearchError("k must be between 1 and 100")
     cap = int(per_page if per_page is not None else config["PER_PAGE"])
