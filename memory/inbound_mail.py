@@ -123,14 +123,19 @@ def _set_token(actor: Member, *, keep: bool, action: str) -> str | None:
         return preference.inbound_token
 
 
+def _require_email(actor: Member) -> None:
+    """Mail is accepted only from the account's address: without one nothing could be captured."""
+    if not (actor.user.email or "").strip():
+        raise MemoryInvalid("mail capture needs an email address on your account (ask an administrator)")
+
+
 def inbound_address_enable(*, actor: Member) -> str:
     """Turn mail capture on for ``actor``; returns their address (the current one if already on).
 
     Raises ``MemoryInvalid`` when their account has no email address: mail is accepted only
     from that address, so without one nothing could ever be captured.
     """
-    if not (actor.user.email or "").strip():
-        raise MemoryInvalid("mail capture needs an email address on your account (ask an administrator)")
+    _require_email(actor)
     token = _set_token(actor, keep=True, action="enable")
     assert token is not None
     return inbound_address(token)
@@ -138,8 +143,7 @@ def inbound_address_enable(*, actor: Member) -> str:
 
 def inbound_address_rotate(*, actor: Member) -> str:
     """A new address for ``actor``; the old one is refused from now on (mail capture stays on)."""
-    if not (actor.user.email or "").strip():
-        raise MemoryInvalid("mail capture needs an email address on your account (ask an administrator)")
+    _require_email(actor)
     token = _set_token(actor, keep=False, action="rotate")
     assert token is not None
     return inbound_address(token)
