@@ -7,7 +7,6 @@ own rules, run in-process with a local fake model server.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import socket
 import uuid
 from typing import Any
@@ -23,29 +22,13 @@ from brain import jobs, llm
 from memory import tasks, verdict_jobs
 from memory.models import Memory, MemoryVerdictJob, Status
 from memory.verdict_jobs import MAX_ATTEMPTS, verdict_job_run, verdict_jobs_sweep
-from tests.fakes import FakeModel
-from tests.memory.test_memory import MemoryTestCase
+from tests.memory.test_verdicts import VerdictModel
 
 CANTEEN = "The staff canteen closes at 3 pm."
 CANTEEN_LATER = "The staff canteen stays open until 5 pm."
 
 
-def answering(verdict: str) -> Any:
-    def script(body: dict[str, Any], count: int) -> dict[str, Any]:
-        return {"role": "assistant", "content": json.dumps({"verdict": verdict, "reason": "test"})}
-
-    return script
-
-
-class VerdictJobTests(MemoryTestCase):
-    def model(self, verdict: str) -> FakeModel:
-        fake = FakeModel(answering(verdict))
-        self.addCleanup(fake.close)
-        settings = fake.settings()
-        settings.enable()
-        self.addCleanup(settings.disable)
-        return fake
-
+class VerdictJobTests(VerdictModel):
     def pair(self) -> tuple[Memory, Memory, MemoryVerdictJob]:
         """Two memories a verdict is queued for; the message is not sent (the test runs the job)."""
         with mock.patch.object(tasks.memory_settle_task, "delay"):

@@ -27,7 +27,9 @@ def answering(verdict: str) -> Any:
     return script
 
 
-class VerdictTests(MemoryTestCase):
+class VerdictModel(MemoryTestCase):
+    """A memory test case whose model (a local fake server) answers every question with one verdict."""
+
     def model(self, verdict: str) -> FakeModel:
         fake = FakeModel(answering(verdict))
         self.addCleanup(fake.close)
@@ -36,6 +38,8 @@ class VerdictTests(MemoryTestCase):
         self.addCleanup(settings.disable)
         return fake
 
+
+class VerdictTests(VerdictModel):
     def flagged_pair(self, who: Any = None) -> tuple[Memory, Memory, float]:
         old = self.remember(OFFICE, who=who)
         capture = memory_remember(actor=who or self.alice, content=OFFICE_AGAIN)
