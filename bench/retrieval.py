@@ -118,59 +118,45 @@ def load_corpus(documents: list[dict[str, Any]]) -> tuple[Any, dict[str, str]]:
     return reader, doc_of_path
 
 
-CONFIGS: list[tuple[str, dict[str, Any]]] = [
-    ("lexical any", {"arms": ("lexical",), "lexical_mode": "any"}),
+# The rules a configuration leaves out are off (search() would otherwise apply the shipped ones).
+PLAIN: dict[str, Any] = {"fusion_level": "chunk", "coverage_power": 0.0, "lexical_length": 0, "adaptive": False}
+# DEFAULT: the shipped one (brain.settings BRAIN_SEARCH): one vote per page and arm, the lexical
+# weight times the share of the query its best match covers and times 4 / content words (≤ 4).
+SHIPPED: dict[str, Any] = {
+    "fusion_level": "page",
+    "coverage_power": 1.0,
+    "lexical_length": 4,
+    "lexical_length_max": 4.0,
+}
+LENGTH_3_X2: dict[str, Any] = {"lexical_length": 3, "lexical_length_max": 2.0}
+PAGE_COVERAGE: dict[str, Any] = {"fusion_level": "page", "coverage_power": 1.0}
+_MEASURED: list[tuple[str, dict[str, Any]]] = [
+    ("lexical any", {"arms": ("lexical",)}),
     ("lexical and", {"arms": ("lexical",), "lexical_mode": "and"}),
     ("semantic", {"arms": ("semantic",)}),
-    ("rrf / and", {"fusion": "rrf", "lexical_mode": "and"}),
-    ("rrf", {"fusion": "rrf", "lexical_mode": "any"}),
-    ("weighted_rrf 1:0.5", {"fusion": "weighted_rrf", "weights": (1.0, 0.5), "lexical_mode": "any"}),
-    ("weighted_rrf 1:0.3", {"fusion": "weighted_rrf", "weights": (1.0, 0.3), "lexical_mode": "any"}),
-    ("score 1:1", {"fusion": "score", "weights": (1.0, 1.0), "lexical_mode": "any"}),
-    ("score 1:0.5", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any"}),
-    ("score 1:0.3", {"fusion": "score", "weights": (1.0, 0.3), "lexical_mode": "any"}),
-    ("zscore 1:0.5", {"fusion": "zscore", "weights": (1.0, 0.5), "lexical_mode": "any"}),
-    ("zscore 1:0.3", {"fusion": "zscore", "weights": (1.0, 0.3), "lexical_mode": "any"}),
+    ("rrf / and", {"fusion": "rrf", "lexical_mode": "and"}),  # the default before 2026-12
+    ("rrf", {"fusion": "rrf"}),
+    ("weighted_rrf 1:0.5", {"fusion": "weighted_rrf", "weights": (1.0, 0.5)}),
+    ("weighted_rrf 1:0.3", {"fusion": "weighted_rrf", "weights": (1.0, 0.3)}),
+    ("score 1:1", {"fusion": "score", "weights": (1.0, 1.0)}),
+    ("score 1:0.5", {"fusion": "score", "weights": (1.0, 0.5)}),
+    ("score 1:0.3", {"fusion": "score", "weights": (1.0, 0.3)}),
+    ("zscore 1:0.5", {"fusion": "zscore", "weights": (1.0, 0.5)}),
     # ADAPTIVE: the lexical weight scales with how many top pages the arms share.
-    ("rrf adaptive", {"fusion": "weighted_rrf", "weights": (1.0, 1.0), "lexical_mode": "any", "adaptive": True}),
-    ("score adaptive", {"fusion": "score", "weights": (1.0, 1.0), "lexical_mode": "any", "adaptive": True}),
-    ("score 1:0.5 adaptive", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any", "adaptive": True}),
-    ("zscore 1:0.5 adaptive", {"fusion": "zscore", "weights": (1.0, 0.5), "lexical_mode": "any", "adaptive": True}),
-    # LEXICAL_LENGTH: the lexical weight shrinks with the query's content words beyond N.
-    (
-        "weighted_rrf 1:0.3 len3",
-        {"fusion": "weighted_rrf", "weights": (1.0, 0.3), "lexical_mode": "any", "lexical_length": 3},
-    ),
-    (
-        "weighted_rrf 1:0.5 len3",
-        {"fusion": "weighted_rrf", "weights": (1.0, 0.5), "lexical_mode": "any", "lexical_length": 3},
-    ),
-    (
-        "weighted_rrf 1:1 len2",
-        {"fusion": "weighted_rrf", "weights": (1.0, 1.0), "lexical_mode": "any", "lexical_length": 2},
-    ),
-    ("score 1:0.5 len3", {"fusion": "score", "weights": (1.0, 0.5), "lexical_mode": "any", "lexical_length": 3}),
-    (
-        "score 1:0.5 len3 x2",
-        {
-            "fusion": "score",
-            "weights": (1.0, 0.5),
-            "lexical_mode": "any",
-            "lexical_length": 3,
-            "lexical_length_max": 2.0,
-        },
-    ),
-    (
-        "score 1:0.5 len4 x2",
-        {
-            "fusion": "score",
-            "weights": (1.0, 0.5),
-            "lexical_mode": "any",
-            "lexical_length": 4,
-            "lexical_length_max": 2.0,
-        },
-    ),
-]
+    ("rrf adaptive", {"fusion": "weighted_rrf", "weights": (1.0, 1.0), "adaptive": True}),
+    # LEXICAL_LENGTH: the lexical weight times N / the query's content words (at most MAX).
+    ("score 1:0.5 len3 x2", {"fusion": "score", "weights": (1.0, 0.5), **LENGTH_3_X2}),
+    # COVERAGE: times the share of the query's term weight the lexical arm's best match holds.
+    ("score 1:0.3 cov", {"fusion": "score", "weights": (1.0, 0.3), "coverage_power": 1.0}),
+    ("score 1:0.5 cov^2", {"fusion": "score", "weights": (1.0, 0.5), "coverage_power": 2.0}),
+    # PAGE: each arm votes once per page, with its best chunk there.
+    ("score 1:0.5 page", {"fusion": "score", "weights": (1.0, 0.5), "fusion_level": "page"}),
+    ("weighted_rrf 1:0.5 page cov", {"fusion": "weighted_rrf", "weights": (1.0, 0.5), **PAGE_COVERAGE}),
+    ("score 1:0.3 page cov", {"fusion": "score", "weights": (1.0, 0.3), **PAGE_COVERAGE}),
+    ("zscore 1:0.5 page cov len4", {"fusion": "zscore", "weights": (1.0, 0.5), **SHIPPED}),
+    ("score 1:0.3 page cov len4", {"fusion": "score", "weights": (1.0, 0.3), **SHIPPED}),
+]  # fmt: skip
+CONFIGS = [(name, {**PLAIN, "lexical_mode": "any", **options}) for name, options in _MEASURED]
 ARMS = ("lexical any", "lexical and", "semantic")
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -332,18 +318,23 @@ def _default_name() -> str:
     from corpus.search import search_settings
 
     config = search_settings()
-    fusion, lexical_mode = str(config["FUSION"]), str(config["LEXICAL"])
-    weights = (float(config["SEMANTIC_WEIGHT"]), float(config["LEXICAL_WEIGHT"]))
+    shipped = {
+        "fusion": str(config["FUSION"]),
+        "lexical_mode": str(config["LEXICAL"]),
+        "weights": (float(config["SEMANTIC_WEIGHT"]), float(config["LEXICAL_WEIGHT"])),
+        "adaptive": bool(config["ADAPTIVE"]),
+        "lexical_length": int(config["LEXICAL_LENGTH"]),
+        "lexical_length_max": float(config["LEXICAL_LENGTH_MAX"]) if int(config["LEXICAL_LENGTH"]) else 1.0,
+        "coverage_power": float(config["COVERAGE_POWER"]),
+        "fusion_level": str(config["FUSION_LEVEL"]),
+    }
     for name, options in CONFIGS:
-        same = (
-            options.get("fusion") == fusion
-            and options.get("lexical_mode") == lexical_mode
-            and bool(options.get("adaptive", False)) == bool(config["ADAPTIVE"])
-            and int(options.get("lexical_length", 0)) == int(config["LEXICAL_LENGTH"])
-            and float(options.get("lexical_length_max", 1.0)) == float(config["LEXICAL_LENGTH_MAX"])
-        )
-        if same and (fusion == "rrf" or options.get("weights") == weights):
+        measured = {**options, "lexical_length_max": float(options.get("lexical_length_max", 1.0))}
+        same_rules = all(measured.get(key) == value for key, value in shipped.items() if key != "weights")
+        same_weights = shipped["fusion"] == "rrf" or options.get("weights") == shipped["weights"]
+        if "arms" not in options and same_rules and same_weights:
             return name
+    fusion, lexical_mode = shipped["fusion"], shipped["lexical_mode"]
     return f"{fusion} / {lexical_mode}"
 
 

@@ -388,19 +388,22 @@ if BRAIN_EMBEDDINGS["PROVIDER"] == "openai" and not (BRAIN_EMBEDDINGS["URL"] and
 # Hybrid search (corpus.search): the fusion method and its weights are a measured choice;
 # see docs/search.md for the evaluation behind the defaults.
 BRAIN_SEARCH: dict[str, Any] = {
-    # Weighted RRF with the any-term lexical arm at 0.3: within 0.004 of the best mean nDCG@10
-    # over the four judged sets (make bench-retrieval), and rank-based, so an exact keyword
-    # hit is not drowned by min-max stretching small semantic differences (docs/search.md).
-    "FUSION": env_choice("BRAIN_SEARCH_FUSION", ("rrf", "weighted_rrf", "score", "zscore"), "weighted_rrf"),
+    # Min-max score fusion, one vote per page and arm, the any-term lexical arm at 0.3 times
+    # the share of the query its best match covers, times 4 / the query's content words (at
+    # most 4): at or above every arm and BM25 on all four judged sets (make bench-retrieval,
+    # docs/search.md "Fusion").
+    "FUSION": env_choice("BRAIN_SEARCH_FUSION", ("rrf", "weighted_rrf", "score", "zscore"), "score"),
+    "FUSION_LEVEL": env_choice("BRAIN_SEARCH_FUSION_LEVEL", ("page", "chunk"), "page"),
     "LEXICAL": env_choice("BRAIN_SEARCH_LEXICAL", ("any", "and"), "any"),
     "ADAPTIVE": env_str("BRAIN_SEARCH_ADAPTIVE") in ("1", "true"),
+    "COVERAGE_POWER": float(env_str("BRAIN_SEARCH_COVERAGE_POWER") or 1.0),
     "RRF_K": env_int("BRAIN_SEARCH_RRF_K", 60, minimum=1),
     "SEMANTIC_WEIGHT": float(env_str("BRAIN_SEARCH_SEMANTIC_WEIGHT") or 1.0),
     "LEXICAL_WEIGHT": float(env_str("BRAIN_SEARCH_LEXICAL_WEIGHT") or 0.3),
     # The lexical weight times LEXICAL_LENGTH / (the query's content words), at most
     # LEXICAL_LENGTH_MAX: less for long questions, more for a keyword or two (0: off).
-    "LEXICAL_LENGTH": env_int("BRAIN_SEARCH_LEXICAL_LENGTH", 0, minimum=0, maximum=50),
-    "LEXICAL_LENGTH_MAX": float(env_str("BRAIN_SEARCH_LEXICAL_LENGTH_MAX") or 1.0),
+    "LEXICAL_LENGTH": env_int("BRAIN_SEARCH_LEXICAL_LENGTH", 4, minimum=0, maximum=50),
+    "LEXICAL_LENGTH_MAX": float(env_str("BRAIN_SEARCH_LEXICAL_LENGTH_MAX") or 4.0),
     "CANDIDATES": env_int("BRAIN_SEARCH_CANDIDATES", 40, minimum=10, maximum=1000),
     "PER_PAGE": env_int("BRAIN_SEARCH_PER_PAGE", 2, minimum=1, maximum=20),
     "EF_SEARCH": env_int("BRAIN_SEARCH_EF_SEARCH", 100, minimum=10, maximum=1000),

@@ -9,9 +9,10 @@ query (an unauthorised chunk never takes a slot):
 - **lexical**: Postgres full-text search (``websearch_to_tsquery('english', …)``) plus
   character-bigram terms for scripts written without spaces (``corpus.lexical``).
 
-The candidates are fused in Python (a few dozen rows): reciprocal-rank fusion,
-weighted RRF or min-max normalised score fusion, chosen by ``BRAIN_SEARCH["FUSION"]``
-(see docs/search.md for the measurement behind the default). At most ``per_page``
+The candidates are fused in Python (a few dozen rows): by default min-max score fusion
+with one vote per page and arm, the lexical arm's weight set per query by how much of the
+query its best match covers and how long the query is (``_fuse``; RRF, weighted RRF and
+z-scores are configurable — see docs/search.md for the measurement behind the default). At most ``per_page``
 chunks per page are returned; if the cap leaves fewer than ``k`` results the candidate
 pool grows until ``k`` are found or the visible corpus is exhausted.
 
@@ -45,6 +46,7 @@ from grants.principals import Principal, SystemPrincipal
 logger = logging.getLogger(__name__)
 
 FUSION_METHODS = fusion.METHODS
+FUSION_LEVELS = ("page", "chunk")
 MAX_CANDIDATES = 4000
 SNIPPET_CHARS = 240
 
@@ -83,16 +85,19 @@ class SearchResponse:
 
 def search_settings() -> dict[str, Any]:
     defaults: dict[str, Any] = {
-        # Measured on four judged sets (make bench-retrieval, docs/search.md).
-        "FUSION": "weighted_rrf",
+        # Measured on four judged sets (make bench-retrieval, docs/search.md, "Fusion").
+        "FUSION": "score",
+        "FUSION_LEVEL": "page",
         "LEXICAL": "any",
         "ADAPTIVE": False,
-        # 0: off. N: the lexical weight shrinks as N / (the query's content words) beyond N
-        # words — long questions share ordinary words with many pages (docs/search.md).
-        "LEXICAL_LENGTH": 0,
-        # With LEXICAL_LENGTH: at most this factor for queries shorter than N content words (a
-        # one-word product name is the lexical arm's strongest case).
-        "LEXICAL_LENGTH_MAX": 1.0,
+        # The lexical weight times (the share of the query's term weight its best match
+        # holds) ** COVERAGE_POWER; 0: off.
+        "COVERAGE_POWER": 1.0,
+        # N: the lexical weight times N / (the query's content words), at most
+        # LEXICAL_LENGTH_MAX — long questions share ordinary words with many pages, a keyword
+        # or two is the lexical arm's strongest case (0: off).
+        "LEXICAL_LENGTH": 4,
+        "LEXICAL_LENGTH_MAX": 4.0,
         "RRF_K": 60,
         "SEMANTIC_WEIGHT": 1.0,
         "LEXICAL_WEIGHT": 0.3,
@@ -216,6 +221,9 @@ class LexicalQuery:
     source: str
     params: list[Any]
     score: str
+    # The share (0-1) of the query's term weight a matching chunk ``c`` holds: how much of
+    # the question the arm's best match speaks to (the fusion's lexical weight reads it).
+    coverage: str = "1.0"
 
 
 LEXICAL_MODES = ("and", "any")
@@ -253,6 +261,8 @@ def lexical_query(query: str, mode: str = "any") -> LexicalQuery | None:
         "(SELECT sum(w.weight * ts_rank(c.search_vector, w.term, 1))"
         " FROM unnest(q.terms, q.weights) AS w(term, weight))"
         " * CASE WHEN c.search_vector @@ q.every THEN 2 ELSE 1 END",
+        "(SELECT sum(w.weight) FILTER (WHERE c.search_vector @@ w.term) / NULLIF(sum(w.weight), 0)"
+        " FROM unnest(q.terms, q.weights) AS w(term, weight))",
     )
 
 
@@ -302,7 +312,7 @@ def _candidates(
         # hashed all of corpus_revisionchunk: 10 ms at 100k chunks).
         arms.append(
             """(SELECT 'semantic' AS arm, s.chunk_id, 1 - s.distance AS raw,
-                   row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank
+                   row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank, NULL::float8 AS coverage
               FROM (SELECT c.id AS chunk_id, c.embedding <=> %s::vector AS distance
                       FROM corpus_chunk c
                      WHERE (SELECT exact FROM vis_count) AND c.embedding IS NOT NULL
@@ -315,7 +325,7 @@ def _candidates(
         params += [vector, vector, limit]
         arms.append(
             f"""(SELECT 'semantic' AS arm, s.chunk_id, 1 - s.distance AS raw,
-                   row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank
+                   row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank, NULL::float8 AS coverage
               FROM (SELECT c.id AS chunk_id, c.embedding <=> %s::vector AS distance
                       FROM corpus_chunk c
                      WHERE NOT (SELECT exact FROM vis_count) AND c.embedding IS NOT NULL AND {live}
@@ -328,8 +338,8 @@ def _candidates(
         # the query's terms from "lex", computed once per statement.
         arms.append(
             f"""(SELECT 'lexical' AS arm, l.chunk_id, l.score AS raw,
-                   row_number() OVER (ORDER BY l.score DESC, l.chunk_id) AS rank
-              FROM (SELECT c.chunk_id, {tsquery.score} AS score
+                   row_number() OVER (ORDER BY l.score DESC, l.chunk_id) AS rank, l.coverage
+              FROM (SELECT c.chunk_id, {tsquery.score} AS score, {tsquery.coverage}::float8 AS coverage
                       FROM (SELECT c.id AS chunk_id, c.search_vector
                               FROM corpus_chunk c, lex q
                              WHERE c.search_vector @@ q.query AND {live}
@@ -352,7 +362,7 @@ def _candidates(
                  SELECT {exact_sql} AS exact),
              {f"lex AS MATERIALIZED ({tsquery.source})," if tsquery is not None else ""}
              candidates AS ({" UNION ALL ".join(arms)})
-        SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank,
+        SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank, cand.coverage,
                p.path, p.title, p.type, p.category, c.heading_path, c.body
           FROM candidates cand
           JOIN corpus_chunk c ON c.id = cand.chunk_id
@@ -391,18 +401,65 @@ class _Candidate:
     body: str
     ranks: dict[str, int] = field(default_factory=dict)
     raws: dict[str, float] = field(default_factory=dict)
+    coverage: float | None = None  # the lexical arm's share of the query's term weight
 
 
 def _fuse(
     candidates: dict[tuple[str, str], _Candidate], config: dict[str, Any], method: str
 ) -> list[tuple[float, _Candidate]]:
+    """The candidates, best first, each with its fused score.
+
+    The lexical arm's weight is adjusted per query before fusing (docs/search.md, "Fusion"):
+    - by coverage (``COVERAGE_POWER``): times the share of the query's term weight its best
+      match holds, to that power — a long question whose best lexical match shares two
+      ordinary words with it should not reorder what meaning found;
+    - by length (``LEXICAL_LENGTH``): times N / the query's content words, at most
+      ``LEXICAL_LENGTH_MAX`` — a keyword or two is the lexical arm's strongest case;
+    - by agreement (``ADAPTIVE``, off by default): times the arms' shared top pages.
+    With ``FUSION_LEVEL = page`` each arm votes once per page (its best chunk there), so a
+    page is not pushed down an arm by its own other chunks; a page's best chunk carries the
+    page's score and its further chunks their own, never more.
+    """
     arms: dict[str, list[tuple[tuple[str, str], float]]] = {}
     for arm in ("semantic", "lexical"):
-        ranked = sorted((c.ranks[arm], key) for key, c in candidates.items() if arm in c.ranks)
-        if ranked:
-            arms[arm] = [(key, candidates[key].raws[arm]) for _, key in ranked]
+        by_rank = sorted((c.ranks[arm], key) for key, c in candidates.items() if arm in c.ranks)
+        if by_rank:
+            arms[arm] = [(key, candidates[key].raws[arm]) for _, key in by_rank]
+    weights = _arm_weights(arms, candidates, config)
+    rrf_k = float(config["RRF_K"])
+    fused = fusion.fuse(arms, method=method, weights=weights, rrf_k=rrf_k)
+    if config.get("FUSION_LEVEL", "chunk") == "page":
+        page_arms: dict[str, list[tuple[str, float]]] = {}
+        for arm, ranked in arms.items():
+            best: dict[str, float] = {}  # path -> the raw score of its best chunk in this arm
+            for key, raw in ranked:
+                best.setdefault(candidates[key].path, raw)
+            page_arms[arm] = list(best.items())
+        page_score = fusion.fuse(page_arms, method=method, weights=weights, rrf_k=rrf_k)
+        seen: set[str] = set()
+        for key in sorted(fused, key=lambda key: -fused[key]):
+            path = candidates[key].path
+            fused[key] = page_score[path] if path not in seen else min(page_score[path], fused[key])
+            seen.add(path)
+    scored = [(score, candidates[key]) for key, score in fused.items()]
+    scored.sort(key=lambda item: (-item[0], item[1].path, item[1].heading_path))
+    return scored
+
+
+def _arm_weights(
+    arms: dict[str, list[tuple[tuple[str, str], float]]],
+    candidates: dict[tuple[str, str], _Candidate],
+    config: dict[str, Any],
+) -> dict[str, float]:
+    """Each arm's weight for this query (see ``_fuse``)."""
     weights = {"semantic": float(config["SEMANTIC_WEIGHT"]), "lexical": float(config["LEXICAL_WEIGHT"])}
-    if config.get("ADAPTIVE") and "semantic" in arms and "lexical" in arms:
+    if "lexical" not in arms:
+        return weights
+    power = float(config.get("COVERAGE_POWER") or 0)
+    if power > 0:
+        best = candidates[arms["lexical"][0][0]].coverage
+        weights["lexical"] *= (best if best is not None else 1.0) ** power
+    if config.get("ADAPTIVE") and "semantic" in arms:
         # The arms' agreement decides how much the lexical arm may reorder: when its best
         # pages are not among the semantic arm's, its matches are mostly shared ordinary
         # words (long questions), and meaning should lead (docs/search.md).
@@ -412,13 +469,17 @@ def _fuse(
     if int(config.get("LEXICAL_LENGTH") or 0) > 0 and config.get("_QUERY_WORDS"):
         factor = int(config["LEXICAL_LENGTH"]) / int(config["_QUERY_WORDS"])
         weights["lexical"] *= min(float(config.get("LEXICAL_LENGTH_MAX") or 1.0), factor)
-    fused = fusion.fuse(arms, method=method, weights=weights, rrf_k=float(config["RRF_K"]))
-    scored = [(score, candidates[key]) for key, score in fused.items()]
-    scored.sort(key=lambda item: (-item[0], item[1].path, item[1].heading_path))
-    return scored
+    return weights
 
 
 # --------------------------------------------------------------------------- snippets
+
+
+def content_words(query: str) -> int:
+    """How many content words ``query`` has, at least 1: Latin words of four letters or more
+    (shorter ones are mostly "how", "the", "use") and every run of a script without spaces."""
+    latin = {w for w in re.findall(r"\w+", lexical.latin_part(query).lower()) if len(w) >= 4}
+    return max(1, len(latin) + len(set(lexical.runs(query))))
 
 
 def _query_words(query: str) -> list[str]:
@@ -477,6 +538,8 @@ def search(
     adaptive: bool | None = None,
     lexical_length: int | None = None,
     lexical_length_max: float | None = None,
+    coverage_power: float | None = None,
+    fusion_level: str | None = None,
 ) -> SearchResponse:
     """Search the live corpus as ``principal`` sees it.
 
@@ -495,6 +558,12 @@ def search(
         config["LEXICAL_LENGTH"] = lexical_length
     if lexical_length_max is not None:
         config["LEXICAL_LENGTH_MAX"] = lexical_length_max
+    if coverage_power is not None:
+        config["COVERAGE_POWER"] = coverage_power
+    if fusion_level is not None:
+        config["FUSION_LEVEL"] = fusion_level
+    if config.get("FUSION_LEVEL", "chunk") not in FUSION_LEVELS:
+        raise SearchError(f"fusion level must be one of {', '.join(FUSION_LEVELS)}")
     if not arms or set(arms) - {"semantic", "lexical"}:
         raise SearchError("arms must be 'semantic' and/or 'lexical'")
     method = fusion or str(config["FUSION"])
@@ -505,8 +574,8 @@ def search(
         raise SearchError("query must not be empty")
     if len(query) > 1000:
         raise SearchError("query must be at most 1,000 characters")
-    if int(config.get("LEXICAL_LENGTH") or 0) > 0:  # the question-length rule only: not on every search
-        config["_QUERY_WORDS"] = len({word for word in _query_words(query) if len(word) >= 4})
+    if int(config.get("LEXICAL_LENGTH") or 0) > 0:
+        config["_QUERY_WORDS"] = content_words(query)
     if not 1 <= k <= 100:
         raise SearchError("k must be between 1 and 100")
     cap = int(per_page if per_page is not None else config["PER_PAGE"])
@@ -555,7 +624,7 @@ def search(
         candidates: dict[tuple[str, str], _Candidate] = {}
         arm_counts = {"semantic": 0, "lexical": 0}
         seen_rows: set[tuple[str, str]] = set()
-        for arm, chunk_id, raw, rank, path, title, page_type, page_category, heading_path, body in rows:
+        for arm, chunk_id, raw, rank, coverage, path, title, page_type, page_category, heading_path, body in rows:
             if (arm, chunk_id) not in seen_rows:
                 seen_rows.add((arm, chunk_id))
                 arm_counts[arm] += 1
@@ -565,6 +634,8 @@ def search(
             )
             candidate.ranks[arm] = int(rank)
             candidate.raws[arm] = float(raw)
+            if coverage is not None:
+                candidate.coverage = float(coverage)
         fused = _fuse(candidates, config, method)
         results: list[tuple[float, _Candidate]] = []
         per_page_count: dict[str, int] = {}
