@@ -130,3 +130,19 @@ class SearchTests(BrainTestCase):
                 [["corpus_chunk", "corpus_sourcechunk", "memory_memory"]],
             )
             assert cursor.fetchall() == [("corpus_chunk", "p"), ("corpus_sourcechunk", "p"), ("memory_memory", "p")]
+
+    def test_the_lexical_arm_reports_how_much_of_the_query_each_match_covers(self) -> None:
+        def coverage(query: str) -> dict[str, float]:
+            visible_sql, visible_params = search_module.visible_revisions_sql(
+                self.bob, prefix=None, type=None, category=None
+            )
+            rows = search_module._candidates(
+                visible_sql=visible_sql, visible_params=visible_params, vector=None,
+                tsquery=search_module.lexical_query(query), limit=10, ef_search=40,
+                exact_pages=1000, exact_fraction=0.1, work_mem="32MB",
+            )  # fmt: skip
+            return {heading.rsplit(" > ", 1)[-1]: cover for _, _, _, _, cover, _, _, _, _, heading, _ in rows}
+
+        # Before the first term count every term weighs the same: each section holds half.
+        assert coverage("prepayment prorated") == {"Annual": 0.5, "Seats": 0.5}
+        assert coverage("prepayment invoiced") == {"Annual": 1.0}
