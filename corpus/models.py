@@ -190,6 +190,28 @@ class RevisionChunk(models.Model):
         return f"{self.revision_id}#{self.ordinal}"
 
 
+class LiveChunk(models.Model):
+    """A chunk of a live page's current revision, with its search vector: the lexical arm's index.
+
+    Derived data, like an index: the database keeps it (triggers in migration corpus 0018) when
+    a page's current revision changes or a current revision gains chunks, so every writer keeps
+    it true and no Python code writes it. The lexical arm matches here rather than in
+    ``corpus_chunk`` so the caller's visibility is a hash lookup on ``revision_id`` per match,
+    not an index probe from chunk to revision (docs/search.md, "Scale"). A revision is current
+    for at most one page.
+    """
+
+    revision = models.ForeignKey(Revision, on_delete=models.CASCADE, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+", db_index=False)
+    search_vector = SearchVectorField()
+
+    class Meta:
+        indexes = [GinIndex(name="livechunk_search_vector_gin", fields=["search_vector"])]
+
+    def __str__(self) -> str:
+        return f"{self.revision_id}:{self.chunk_id[:12]}"
+
+
 class LexemeStatistic(models.Model):
     """How many chunks of live, ordinary-sensitivity pages hold each lexeme: the lexical arm's
     inverse document frequencies (``corpus.lexemes``, refreshed on beat). The row whose lexeme

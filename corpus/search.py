@@ -333,17 +333,24 @@ def _candidates(
         )
         params += [vector, vector, limit]
     if tsquery is not None:
-        # Two stages: the matching chunks by plain ts_rank (one call a row), then the best
-        # few hundred rescored by the arm's own score (one ts_rank per query term). Both read
-        # the query's terms from "lex", computed once per statement.
+        # Two stages: the matching chunks of live pages by plain ts_rank (one call a row),
+        # then the best few hundred rescored by the arm's own score (one ts_rank per query
+        # term). Both read the query's terms from "lex", computed once per statement. The
+        # matches come from corpus_livechunk, whose rows carry their revision: visibility is
+        # a lookup in the hashed visible set, with no probe per match (a query of common
+        # words matches hundreds). A chunk live on two pages is one candidate (DISTINCT ON).
         arms.append(
             f"""(SELECT 'lexical' AS arm, l.chunk_id, l.score AS raw,
                    row_number() OVER (ORDER BY l.score DESC, l.chunk_id) AS rank, l.coverage
               FROM (SELECT c.chunk_id, {tsquery.score} AS score, {tsquery.coverage}::float8 AS coverage
-                      FROM (SELECT c.id AS chunk_id, c.search_vector
-                              FROM corpus_chunk c, lex q
-                             WHERE c.search_vector @@ q.query AND {live}
-                             ORDER BY ts_rank(c.search_vector, q.query, 1) DESC, c.id LIMIT %s) c,
+                      FROM (SELECT DISTINCT ON (m.chunk_id) m.chunk_id, m.search_vector
+                              FROM (SELECT lc.chunk_id, lc.search_vector
+                                      FROM corpus_livechunk lc, lex q
+                                     WHERE lc.search_vector @@ q.query
+                                       AND {_VISIBLE_REVISION.format(revision="lc.revision_id")}
+                                     ORDER BY ts_rank(lc.search_vector, q.query, 1) DESC, lc.chunk_id
+                                     LIMIT %s) m
+                             ORDER BY m.chunk_id) c,
                            lex q
                      ORDER BY score DESC, c.chunk_id LIMIT %s) l)"""
         )
