@@ -7,8 +7,10 @@ For each corpus size it builds a throwaway database of pages with 10 chunks each
 index), under paths ``s/bNN/gM/`` — 20 blocks of 5 groups, each group 1 % of the corpus —
 and principals holding 1, 10 or 100 grants that make 5 % to 100 % of it visible. It
 prints p50/p95 *database* time (the query embedding is cached beforehand, so excluded)
-for fused, semantic and lexical search, and the ratio of each filtered p95 to the
-unfiltered (system) p95.
+for fused, semantic and lexical search, and the ratios of each row's fused p95 to the
+unfiltered (system) fused p95 and to its own semantic arm's p95. Principals and arms are
+timed interleaved, query by query, over ``--rounds`` rounds, so the ratios compare times taken
+side by side on a noisy machine.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import random
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 if not __package__:
@@ -152,6 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds (after one warm-up round)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
 
@@ -189,28 +193,31 @@ def main() -> None:
             + "".join(f"{arm + ' p50/p95 ms':>24}" for arm in arms)
             + f"{'fused p95/unfiltered':>22}{'fused p95/semantic':>20}"
         )
-        baseline: float | None = None
-        for label, principal in who:
-            cells = []
-            fused_p95 = semantic_p95 = 0.0
-            for arm, arm_names in arms.items():
-                timings = []
-                for repeat in range(2):
-                    for text in texts:
+        # Interleaved: every round times each query for every principal and arm back to back,
+        # so a slow spell of this shared machine lands on all of them alike and the ratios
+        # compare like with like. A query's time is its median over the rounds; the first
+        # round only warms caches.
+        samples: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+        for round_number in range(args.rounds + 1):
+            for text in texts:
+                for label, principal in who:
+                    for arm, arm_names in arms.items():
                         response = search(principal=principal, query=text, k=10, arms=arm_names)  # type: ignore[arg-type]
-                        if repeat:  # first pass warms caches
-                            timings.append(response.timings_ms["database"])
-                p50, p95 = statistics.median(timings), percentile(timings, 0.95)
-                cells.append(f"{p50:>12.1f} / {p95:>7.1f}")
-                if arm == "fused":
-                    fused_p95 = p95
-                if arm == "semantic":
-                    semantic_p95 = p95
+                        if round_number:
+                            samples[(label, arm, text)].append(response.timings_ms["database"])
+        baseline: float | None = None
+        for label, _ in who:
+            cells = []
+            p95_of: dict[str, float] = {}
+            for arm in arms:
+                timings = [statistics.median(samples[(label, arm, text)]) for text in texts]
+                p50, p95_of[arm] = statistics.median(timings), percentile(timings, 0.95)
+                cells.append(f"{p50:>12.1f} / {p95_of[arm]:>7.1f}")
             if baseline is None:
-                baseline = fused_p95
+                baseline = p95_of["fused"]
             print(
                 f"{label:<22}" + "".join(f"{cell:>24}" for cell in cells)
-                + f"{fused_p95 / baseline:>22.2f}{fused_p95 / semantic_p95:>20.2f}",
+                + f"{p95_of['fused'] / baseline:>22.2f}{p95_of['fused'] / p95_of['semantic']:>20.2f}",
                 flush=True,
             )  # fmt: skip
 
