@@ -6,15 +6,17 @@ query (an unauthorised chunk never takes a slot):
 - **semantic**: cosine distance on the HNSW index, with pgvector's iterative index scan
   (``hnsw.iterative_scan = strict_order``) so a heavily filtered query still fills its
   candidates instead of returning short;
-- **lexical**: Postgres full-text search (``websearch_to_tsquery('english', …)``) plus
-  character-bigram terms for scripts written without spaces (``corpus.lexical``).
+- **lexical**: Postgres full-text search over the live pages' chunks (``corpus_livechunk``):
+  any of the query's rarer terms, scored like BM25 (``lexical_query``; quotes and
+  -exclusions keep ``websearch_to_tsquery`` semantics), plus character-bigram terms for
+  scripts written without spaces (``corpus.lexical``).
 
 The candidates are fused in Python (a few dozen rows): by default min-max score fusion
 with one vote per page and arm, the lexical arm's weight set per query by how much of the
 query its best match covers and how long the query is (``_fuse``; RRF, weighted RRF and
-z-scores are configurable — see docs/search.md for the measurement behind the default). At most ``per_page``
-chunks per page are returned; if the cap leaves fewer than ``k`` results the candidate
-pool grows until ``k`` are found or the visible corpus is exhausted.
+z-scores are configurable — see docs/search.md for the measurement behind the default).
+At most ``per_page`` chunks per page are returned; if the cap leaves fewer than ``k``
+results the candidate pool grows until ``k`` are found or the visible corpus is exhausted.
 
 If the embedder is unavailable the lexical arm answers alone with ``degraded=True``.
 """
@@ -479,14 +481,14 @@ def _arm_weights(
     return weights
 
 
-# --------------------------------------------------------------------------- snippets
-
-
 def content_words(query: str) -> int:
     """How many content words ``query`` has, at least 1: Latin words of four letters or more
     (shorter ones are mostly "how", "the", "use") and every run of a script without spaces."""
     latin = {w for w in re.findall(r"\w+", lexical.latin_part(query).lower()) if len(w) >= 4}
     return max(1, len(latin) + len(set(lexical.runs(query))))
+
+
+# --------------------------------------------------------------------------- snippets
 
 
 def _query_words(query: str) -> list[str]:
@@ -550,8 +552,10 @@ def search(
 ) -> SearchResponse:
     """Search the live corpus as ``principal`` sees it.
 
-    ``fusion``/``weights`` (semantic, lexical) override the configured fusion; ``arms``
-    restricts the search to one arm (the evaluation harness measures each arm alone).
+    ``fusion``/``weights`` (semantic, lexical) and the per-query rules (``adaptive``,
+    ``lexical_length``/``_max``, ``coverage_power``, ``fusion_level``) override the configured
+    fusion; ``arms`` restricts the search to one arm (the evaluation harness measures each
+    arm and rule alone).
 
     Raises ``SearchError`` for an empty query or a malformed filter. Never raises for an
     unavailable embedder: the lexical arm answers alone and ``degraded`` is set.
