@@ -8,17 +8,20 @@ similarity, a lexical arm's text rank). ``fuse`` combines arms into one score pe
 - ``score``: each arm's raw scores min-max normalised to [0, 1], weighted and summed;
 - ``zscore``: each arm's raw scores standardised (mean 0, deviation 1), weighted and summed.
 
-A key missing from an arm contributes nothing from it. Which method a caller uses is its
-own measured choice (``docs/search.md``); the arithmetic lives only here.
+A key missing from an arm contributes nothing from it. ``best_per_group`` reduces an arm of
+parts (chunks) to an arm of what they belong to (pages, captures), each as good as its best
+part, so a group votes once. Which method a caller uses is its own measured choice
+(``docs/search.md``); the arithmetic lives only here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
+G = TypeVar("G", bound=Hashable)
 
 METHODS = ("rrf", "weighted_rrf", "score", "zscore")
 RRF_K = 60
@@ -45,6 +48,14 @@ def fuse(
         for key, value in contributions:
             fused[key] = fused.get(key, 0.0) + weight[arm] * value
     return fused
+
+
+def best_per_group(ranked: Iterable[tuple[K, float]], group_of: Callable[[K], G]) -> list[tuple[G, float]]:
+    """An arm (best first) reduced to groups, best first: each group once, with its best member's raw score."""
+    best: dict[G, float] = {}
+    for key, raw in ranked:
+        best.setdefault(group_of(key), raw)
+    return list(best.items())
 
 
 def _normalised(raws: list[float], method: str) -> list[float]:

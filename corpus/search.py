@@ -438,12 +438,9 @@ def _fuse(
     rrf_k = float(config["RRF_K"])
     fused = fusion.fuse(arms, method=method, weights=weights, rrf_k=rrf_k)
     if config.get("FUSION_LEVEL", "chunk") == "page":
-        page_arms: dict[str, list[tuple[str, float]]] = {}
-        for arm, ranked in arms.items():
-            best: dict[str, float] = {}  # path -> the raw score of its best chunk in this arm
-            for key, raw in ranked:
-                best.setdefault(candidates[key].path, raw)
-            page_arms[arm] = list(best.items())
+        page_arms = {
+            arm: fusion.best_per_group(ranked, lambda key: candidates[key].path) for arm, ranked in arms.items()
+        }
         page_score = fusion.fuse(page_arms, method=method, weights=weights, rrf_k=rrf_k)
         seen: set[str] = set()
         for key in sorted(fused, key=lambda key: -fused[key]):

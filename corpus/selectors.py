@@ -387,10 +387,9 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
                 .order_by("distance")
                 .values_list("source_id", "distance")[:100]
             )
-        closest: dict[int, float] = {}
-        for pk, found in nearest:  # a capture is as close as its closest chunk
-            closest.setdefault(pk, 1.0 - float(found))
-        arms["semantic"] = list(closest.items())[:50]
+        # A capture is as close as its closest chunk.
+        closest = fusion.best_per_group(((pk, 1.0 - float(found)) for pk, found in nearest), lambda pk: pk)
+        arms["semantic"] = closest[:50]
     scores = fusion.fuse(arms, method="rrf")
     ordered = sorted(scores, key=lambda pk: (-scores[pk], pk))[:limit]
     sources = {source.pk: source for source in Source.objects.filter(pk__in=ordered)}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brain.fusion import fuse
+from brain.fusion import best_per_group, fuse
 
 
 def test_rrf_sums_reciprocal_ranks_and_ignores_weights() -> None:
@@ -44,3 +44,8 @@ def test_rrf_is_order_only_and_rewards_agreement(first: list[int], second: list[
     for key in set(first) & set(second):  # found by both arms: more than by either alone
         assert fused[key] > 1 / (60 + first.index(key) + 1)
         assert fused[key] > 1 / (60 + second.index(key) + 1)
+
+
+def test_a_group_votes_once_with_its_best_member() -> None:
+    chunks = [("a#1", 0.9), ("b#1", 0.8), ("a#2", 0.7), ("c#1", 0.6), ("b#2", 0.5)]
+    assert best_per_group(chunks, lambda key: key.split("#")[0]) == [("a", 0.9), ("b", 0.8), ("c", 0.6)]
