@@ -481,8 +481,8 @@ def _arm_weights(
 def content_words(query: str) -> int:
     """How many content words ``query`` has, at least 1: Latin words of four letters or more
     (shorter ones are mostly "how", "the", "use") and every run of a script without spaces."""
-    latin = {w for w in re.findall(r"\w+", lexical.latin_part(query).lower()) if len(w) >= 4}
-    return max(1, len(latin) + len(set(lexical.runs(query))))
+    runs = set(lexical.runs(query))
+    return max(1, len({word for word in _query_words(query) if len(word) >= 4 or word in runs}))
 
 
 # --------------------------------------------------------------------------- snippets
