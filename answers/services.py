@@ -43,6 +43,12 @@ MIN_SIMILARITY = 0.45  # a sentence further from the question than this never an
 COVERAGE_WEIGHT = 0.3  # how much holding the question's own words adds to meaning
 ORDER_PENALTY = 0.06  # per place down the search results (measured: bench/answers.py)
 SECOND_SENTENCE_WEIGHT = 0.3  # how much a page's second-best sentence adds to its claim
+# An answer cites one page, so when two pages answer about equally well the pick is a coin toss:
+# the cited page's claim must lead the next page's by CLAIM_MARGIN, unless its best sentence
+# scores CLEAR_SCORE (measured: bench/answers.py; precision +0.02-0.04 a set for 4-9 % of answers).
+CLAIM_MARGIN = 0.06
+CLEAR_SCORE = 0.8
+MAX_CONTENDERS = 3  # pages named in such a refusal (the reason is stored in 300 characters)
 SENTENCE_MARGIN = 0.05  # sentences this close to the best one join it
 MAX_SENTENCES = 3
 SENTENCES_PER_CHUNK = 30
@@ -166,7 +172,16 @@ def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[st
     return sorted({r.path for r in found}), scored
 
 
-def extractive_choose(scored: list[Scored], *, floor: float) -> list[Scored]:
+@dataclass(frozen=True)
+class Choice:
+    """What the extractive answerer picked: the answer's sentences (empty: refused) and, when it
+    refused because pages tied, those pages (best first)."""
+
+    sentences: list[Scored]
+    contenders: list[str] = field(default_factory=list)
+
+
+def extractive_choose(scored: list[Scored], *, floor: float, margin: float = CLAIM_MARGIN) -> Choice:
     """The sentences that answer, all from one page.
 
     A sentence may answer when it is at least ``floor`` similar to the question (without the
@@ -175,24 +190,32 @@ def extractive_choose(scored: list[Scored], *, floor: float) -> list[Scored]:
     two sentences agreeing on a page outweigh one lucky sentence elsewhere; one page cited, not
     three half-right ones (citation precision 0.56-0.60 → 0.61-0.74 on the judged sets). Its
     best eligible sentence and any within ``SENTENCE_MARGIN`` of it are the answer.
+
+    With the embedder, the cited page must lead every other retrieved page by ``margin``
+    (their claims computed alike) unless its best sentence scores ``CLEAR_SCORE``; otherwise
+    nothing is chosen and the tied pages (at most ``MAX_CONTENDERS``) are the ``contenders``.
     """
     eligible = [s for s in scored if (s.similarity >= floor if s.similarity is not None else s.score >= MIN_SUPPORT)]
     if not eligible:
-        return []
+        return Choice([])
     candidates = {_page_of(s.citation) for s in eligible}
     by_page: dict[str, list[float]] = {}
     for sentence in scored:  # best first
         page = _page_of(sentence.citation)
-        if page in candidates and len(by_page.setdefault(page, [])) < 2:
+        if len(by_page.setdefault(page, [])) < 2:
             by_page[page].append(sentence.score)
 
     def claim(page: str) -> float:
         best, *rest = by_page[page]
         return best + SECOND_SENTENCE_WEIGHT * (rest[0] if rest else 0.0)
 
-    chosen_page = max(by_page, key=claim)
+    chosen_page = max((page for page in by_page if page in candidates), key=claim)  # best first on ties
     on_page = [s for s in eligible if _page_of(s.citation) == chosen_page]
-    return [s for s in on_page[:MAX_SENTENCES] if s.score >= on_page[0].score - SENTENCE_MARGIN]
+    if on_page[0].similarity is not None and on_page[0].score < CLEAR_SCORE:
+        tied = [page for page in by_page if page != chosen_page and claim(page) > claim(chosen_page) - margin]
+        if tied:
+            return Choice([], contenders=[chosen_page, *sorted(tied, key=claim, reverse=True)][:MAX_CONTENDERS])
+    return Choice([s for s in on_page[:MAX_SENTENCES] if s.score >= on_page[0].score - SENTENCE_MARGIN])
 
 
 def _page_of(citation: str) -> str:
@@ -204,12 +227,19 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
 
     Sentences are chosen by meaning (each is embedded and compared with the question) and by
     coverage (the share of the question's content words it holds), within the chunks search
-    found; a question whose best sentence is not close enough is refused. The answer says it
+    found; a question whose best sentence is not close enough is refused, and so is one that
+    several pages answer about equally well (the refusal names them). The answer says it
     is quoted and which setting gives a written one. Without the embedder, coverage alone
     decides (at least ``MIN_SUPPORT`` of the question's words).
     """
     retrieved, scored = scored_sentences(asker, text)
-    best = extractive_choose(scored, floor=MIN_SIMILARITY)
+    choice = extractive_choose(scored, floor=MIN_SIMILARITY)
+    if choice.contenders:
+        raise Refused(
+            f"several pages answer this about equally well: {', '.join(choice.contenders)}. "
+            "Read them, or ask more precisely."
+        )
+    best = choice.sentences
     if not best:
         raise Refused("nothing you can read answers this question")
     citations = list(dict.fromkeys(item.citation for item in best))

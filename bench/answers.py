@@ -7,8 +7,9 @@ Each set runs in its own child process and throwaway database (loaded as ``bench
 does). Every judged query is asked with no model configured, plus ten off-topic questions no
 documentation set answers. Prints, per set: the share of answerable questions answered, the
 citation precision (cited pages judged relevant to the query), off-topic questions refused,
-and the answer time; then the same at other similarity floors, so the shipped
-``MIN_SIMILARITY`` is a measured choice. Targets: answered >= 85 %, precision >= 0.8,
+and the answer time; then the same at other similarity floors and claim margins (how far the
+cited page must lead the next), so the shipped ``MIN_SIMILARITY`` and ``CLAIM_MARGIN`` are
+measured choices. Targets: answered >= 85 %, precision >= 0.8,
 off-topic refused >= 9/10, on every set.
 """
 
@@ -41,10 +42,11 @@ OFF_TOPIC = [
     "how to negotiate a salary raise",
 ]
 FLOORS = (0.35, 0.40, 0.45, 0.50, 0.55)
+MARGINS = (0.0, 0.03, 0.06, 0.09)  # tried at the shipped floor
 
 
 def evaluate(folder: Path) -> dict[str, Any]:
-    """Every judged and off-topic question of one set, at each similarity floor."""
+    """Every judged and off-topic question of one set, at each similarity floor and claim margin."""
     database = f"brain_eval_answers_{folder.name}"
     setup_scratch_django(database)
     from answers import services
@@ -53,9 +55,9 @@ def evaluate(folder: Path) -> dict[str, Any]:
     queries = load_jsonl(folder / "queries.jsonl")
     qrels = load_qrels(folder / "qrels.tsv")
     reader, doc_of_path = load_corpus(load_jsonl(folder / "corpus.jsonl"))
-    shipped = services.MIN_SIMILARITY
-    floors_tried = sorted({*FLOORS, shipped})
-    # The evidence does not depend on the floor: score every question's sentences once.
+    shipped = (services.MIN_SIMILARITY, services.CLAIM_MARGIN)
+    settings_tried = sorted({*((floor, shipped[1]) for floor in FLOORS), *((shipped[0], m) for m in MARGINS), shipped})
+    # The evidence depends on neither: score every question's sentences once.
     evidence: list[tuple[str, list[Any], float]] = []
     for query in queries:
         started = time.perf_counter()
@@ -70,11 +72,11 @@ def evaluate(folder: Path) -> dict[str, Any]:
             off_topic.append(scored_sentences(reader, text)[1])
         except Refused:
             off_topic.append([])
-    floors: dict[str, dict[str, Any]] = {}
-    for floor in floors_tried:
+    rows: dict[str, dict[str, Any]] = {}
+    for floor, margin in settings_tried:
         answered = cited = relevant_cited = 0
         for query_id, scored, _ in evidence:
-            chosen = extractive_choose(scored, floor=floor)
+            chosen = extractive_choose(scored, floor=floor, margin=margin).sentences
             if not chosen:
                 continue
             answered += 1
@@ -82,28 +84,32 @@ def evaluate(folder: Path) -> dict[str, Any]:
                 cited += 1
                 document = doc_of_path.get(citation.split("#", 1)[0], "")
                 relevant_cited += qrels.get(query_id, {}).get(document, 0) > 0
-        floors[f"{floor:.2f}"] = {
+        rows[f"{floor:.2f} {margin:.2f}"] = {
             "answered": answered / len(queries),
             "precision": relevant_cited / max(cited, 1),
             "citations": cited / max(answered, 1),
-            "off_topic_refused": sum(1 for scored in off_topic if not extractive_choose(scored, floor=floor)),
+            "off_topic_refused": sum(
+                1 for scored in off_topic if not extractive_choose(scored, floor=floor, margin=margin).sentences
+            ),
             "p50_ms": statistics.median(seconds for *_, seconds in evidence) * 1000,
         }
     drop_scratch(database)
-    return {"set": folder.name, "queries": len(queries), "shipped": f"{shipped:.2f}", "floors": floors}
+    return {"set": folder.name, "queries": len(queries), "shipped": f"{shipped[0]:.2f} {shipped[1]:.2f}", "rows": rows}
 
 
 def main() -> None:
     verdicts: list[bool] = []
     for name, result in each_set("bench.answers", __doc__, evaluate):
         if not verdicts:
-            print(f"{'set':<11}{'floor':>7}{'answered':>10}{'precision':>11}{'cites/answer':>14}"
+            print(f"{'set':<11}{'floor':>7}{'margin':>8}{'answered':>10}{'precision':>11}{'cites/answer':>14}"
                   f"{'off-topic refused':>19}{'p50':>8}")  # fmt: skip
-        for floor, row in result["floors"].items():
-            mark = "  <- shipped" if floor == result["shipped"] else ""
-            print(f"{name:<11}{floor:>7}{row['answered']:>10.0%}{row['precision']:>11.2f}{row['citations']:>14.2f}"
-                  f"{row['off_topic_refused']:>16}/10{row['p50_ms']:>6.0f}ms{mark}")  # fmt: skip
-        shipped = result["floors"][result["shipped"]]
+        for setting, row in result["rows"].items():
+            floor, margin = setting.split()
+            mark = "  <- shipped" if setting == result["shipped"] else ""
+            print(f"{name:<11}{floor:>7}{margin:>8}{row['answered']:>10.0%}{row['precision']:>11.2f}"
+                  f"{row['citations']:>14.2f}{row['off_topic_refused']:>16}/10"
+                  f"{row['p50_ms']:>6.0f}ms{mark}")  # fmt: skip
+        shipped = result["rows"][result["shipped"]]
         verdicts.append(
             shipped["answered"] >= 0.85 and shipped["precision"] >= 0.8 and shipped["off_topic_refused"] >= 9
         )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from answers.models import Question
-from answers.services import Refused, extractive, question_ask, question_run
+from answers.services import Refused, Scored, extractive, extractive_choose, question_ask, question_run
 from corpus import search as search_module
 from tests.base import DISCOUNT_POLICY, BrainTestCase, publish
 from tests.fakes import FakeModel
@@ -154,6 +154,21 @@ class AnswerTests(BrainTestCase):
         assert "extractive" in notice
         assert "LLM_BASE_URL" in notice  # which setting gives a written answer
 
+    def test_two_pages_answering_about_equally_well_are_named_not_guessed_between(self) -> None:
+        publish("topics/travel/hotels.md", title="Hotels",
+                body="# Hotels\n\n## Nightly cap\n\nHotel stays are capped at 180 euros a night, booked through "
+                     "the travel desk.\n")  # fmt: skip
+        publish("topics/finance/expenses.md", title="Expenses",
+                body="# Expenses\n\n## Hotels\n\nA hotel night is capped at 180 euros; the travel desk books "
+                     "every stay.\n")  # fmt: skip
+        with pytest.raises(Refused, match="several pages answer this about equally well") as refused:
+            extractive(self.bob, "How much may a hotel night cost?")
+        assert "topics/finance/expenses.md" in str(refused.value)
+        assert "topics/travel/hotels.md" in str(refused.value)
+        # Asked so that one page's sentence is clearly closer, the question is answered from it.
+        found = extractive(self.bob, "What is the cap for a hotel night?")
+        assert found.citations == ["topics/travel/hotels.md#nightly-cap"]
+
     def test_the_seed_demo_question_is_answered_from_the_demo_corpus(self) -> None:
         from django.core.management import call_command
 
@@ -288,3 +303,31 @@ class AskFormTests(BrainTestCase):
         response = self.client.post("/ask", {"text": f"Is {key} still valid?"})
         assert response.status_code == 400
         assert key[4:] not in response.content.decode()
+
+
+def _scored(page: str, score: float, *, order: int = 0, similarity: float | None = 0.6) -> Scored:
+    return Scored(score, order, f"A sentence of {page} scoring {score}.", f"{page}#section", similarity)
+
+
+def test_the_cited_page_must_lead_the_next_by_the_claim_margin() -> None:
+    lead = extractive_choose([_scored("a.md", 0.70), _scored("b.md", 0.60, order=1)], floor=0.45)
+    assert [s.citation for s in lead.sentences] == ["a.md#section"]
+    assert lead.contenders == []
+    tie = extractive_choose([_scored("a.md", 0.70), _scored("b.md", 0.67, order=1)], floor=0.45)
+    assert tie.sentences == []
+    assert tie.contenders == ["a.md", "b.md"]
+    # The margin is the bench's knob: none at all answers the tie.
+    assert extractive_choose([_scored("a.md", 0.70), _scored("b.md", 0.67)], floor=0.45, margin=0.0).sentences
+
+
+def test_a_clearly_close_sentence_answers_even_when_another_page_is_near() -> None:
+    clear = extractive_choose([_scored("a.md", 0.85), _scored("b.md", 0.84, order=1)], floor=0.45)
+    assert [s.citation for s in clear.sentences] == ["a.md#section"]
+
+
+def test_without_the_embedder_the_margin_does_not_apply() -> None:
+    # The margin was measured on similarities; word coverage alone ties too often to refuse on it.
+    chosen = extractive_choose(
+        [_scored("a.md", 0.75, similarity=None), _scored("b.md", 0.75, order=1, similarity=None)], floor=0.45
+    )
+    assert [s.citation for s in chosen.sentences] == ["a.md#section"]
