@@ -32,6 +32,9 @@ class Question(LeasedJob):
     retrieved = models.JSONField(default=list, blank=True)  # paths retrieved or read for this question
     steps = models.JSONField(default=list, blank=True)  # [{"tool", "arguments"}] — no page text
     refusal_reason = models.CharField(max_length=300, blank=True)
+    # A refusal that points somewhere: the pages (the asker's own search found them) that
+    # answer about equally well, so the web page can link them.
+    refusal_pages = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)

@@ -78,9 +78,12 @@ TOOLS = [
 class Refused(Exception):
     """The question gets no answer; the message is the reason shown to the asker."""
 
-    def __init__(self, reason: str, *, steps: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, reason: str, *, steps: list[dict[str, Any]] | None = None, pages: list[str] | None = None
+    ) -> None:
         super().__init__(reason)
         self.steps = steps or []
+        self.pages = pages or []  # pages the asker can read that the reason points to
 
 
 @dataclass
@@ -237,7 +240,8 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
     if choice.contenders:
         raise Refused(
             f"several pages answer this about equally well: {', '.join(choice.contenders)}. "
-            "Read them, or ask more precisely."
+            "Read them, or ask more precisely.",
+            pages=choice.contenders,
         )
     best = choice.sentences
     if not best:
@@ -351,7 +355,7 @@ def question_run(question_id: int) -> str:
                   "mode": outcome.mode, "retrieved": outcome.retrieved, "steps": outcome.steps}  # fmt: skip
     except Refused as refusal:
         fields = {"status": Question.Status.REFUSED, "refusal_reason": str(refusal)[:300], "steps": refusal.steps,
-                  "mode": "model" if llm.configured() else "extractive"}  # fmt: skip
+                  "refusal_pages": refusal.pages, "mode": "model" if llm.configured() else "extractive"}  # fmt: skip
     except llm.LLMError as failure:
         fields = {"status": Question.Status.FAILED, "refusal_reason": str(failure)[:300], "mode": "model"}
     fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000))

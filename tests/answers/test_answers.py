@@ -168,6 +168,14 @@ class AnswerTests(BrainTestCase):
         # Asked so that one page's sentence is clearly closer, the question is answered from it.
         found = extractive(self.bob, "What is the cap for a hotel night?")
         assert found.citations == ["topics/travel/hotels.md#nightly-cap"]
+        # Through the worker, the asker's page links the pages to read.
+        question = self.ask(self.bob, "How much may a hotel night cost?")
+        assert question.status == "refused"
+        assert question.refusal_pages == ["topics/finance/expenses.md", "topics/travel/hotels.md"]
+        self.client.force_login(self.bob.user)
+        page = self.client.get(f"/ask/{question.pk}").content.decode()
+        assert 'href="/pages/topics/finance/expenses.md"' in page
+        assert 'href="/pages/topics/travel/hotels.md"' in page
 
     def test_the_seed_demo_question_is_answered_from_the_demo_corpus(self) -> None:
         from django.core.management import call_command
@@ -187,6 +195,7 @@ class AnswerTests(BrainTestCase):
             question_ask(actor=self.alice, text="   ", enqueue=False)
         question = self.ask(self.bob, "Where is the annual company picnic this summer?")
         assert question.status == "refused"
+        assert question.refusal_pages == []
         assert question.mode == "extractive"
         assert question.refusal_reason == "nothing you can read answers this question"
 
