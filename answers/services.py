@@ -45,7 +45,7 @@ ORDER_PENALTY = 0.06  # per place down the search results (measured: bench/answe
 SECOND_SENTENCE_WEIGHT = 0.3  # how much a page's second-best sentence adds to its claim
 # An answer cites one page, so when two pages answer about equally well the pick is a coin toss:
 # the cited page's claim must lead the next page's by CLAIM_MARGIN, unless its best sentence
-# scores CLEAR_SCORE (measured: bench/answers.py; precision +0.02-0.04 a set for 4-9 % of answers).
+# scores CLEAR_SCORE (measured: bench/answers.py; precision +0.02-0.05 a set for 5-10 % of answers).
 CLAIM_MARGIN = 0.06
 CLEAR_SCORE = 0.8
 MAX_CONTENDERS = 3  # pages named in such a refusal (the reason is stored in 300 characters)
