@@ -55,7 +55,7 @@ def livechunks_check() -> LiveChunkReport:
         cursor.execute(
             f"""WITH expected AS (SELECT revision_id, chunk_id, count(*) AS n FROM ({EXPECTED}) e GROUP BY 1, 2),
                      present AS (SELECT revision_id, chunk_id, count(*) AS n FROM corpus_livechunk GROUP BY 1, 2)
-                SELECT (SELECT count(*) FROM corpus_livechunk),
+                SELECT coalesce(sum(p.n), 0),
                        coalesce(sum(greatest(coalesce(e.n, 0) - coalesce(p.n, 0), 0)), 0),
                        coalesce(sum(greatest(coalesce(p.n, 0) - coalesce(e.n, 0), 0)), 0),
                        (SELECT count(*) FROM corpus_livechunk lc JOIN corpus_chunk c ON c.id = lc.chunk_id
@@ -67,7 +67,7 @@ def livechunks_check() -> LiveChunkReport:
         )
         rows, missing, extra, stale, enabled = cursor.fetchone()  # type: ignore[misc]
     off = tuple(f"{table}.{name}" for table, name in TRIGGERS if name not in set(enabled))
-    return LiveChunkReport(rows=rows, missing=int(missing), extra=int(extra), stale=stale, triggers_off=off)
+    return LiveChunkReport(rows=int(rows), missing=int(missing), extra=int(extra), stale=stale, triggers_off=off)
 
 
 def livechunks_rebuild() -> int:
