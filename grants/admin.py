@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
+from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group as DjangoGroup
@@ -326,6 +327,25 @@ class GrantForm(forms.ModelForm):
         return data
 
 
+class TolerantAutocompleteSelect(AutocompleteSelect):
+    """Django's autocomplete widget, re-rendering a form whose posted id is not an id.
+
+    Django's own looks the posted value up to show it again and raises on "abc" for an integer
+    key (a 500 on a form any administrator can type into); a value the key cannot hold is
+    left out of that lookup, and the field's own validation names it."""
+
+    def optgroups(self, name: str, value: Any, attr: Any = None) -> Any:
+        key = self.field.remote_field.model._meta.pk
+        valid = []
+        for item in value:
+            try:
+                key.get_prep_value(key.to_python(item))
+            except (ValidationError, ValueError, TypeError):
+                continue
+            valid.append(item)
+        return super().optgroups(name, valid, attr)
+
+
 @admin.register(Grant)
 class GrantAdmin(AdministratorOnly, admin.ModelAdmin):
     form = GrantForm
@@ -333,6 +353,11 @@ class GrantAdmin(AdministratorOnly, admin.ModelAdmin):
     list_filter = ["permission"]
     search_fields = ["path", "category", "member__user__username", "group__name", "service_account__name"]
     autocomplete_fields = ["member", "group", "service_account"]
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name in self.get_autocomplete_fields(request):
+            kwargs["widget"] = TolerantAutocompleteSelect(db_field, self.admin_site, using=kwargs.get("using"))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Grants are issued or revoked, never edited: an edit would hide what was granted.

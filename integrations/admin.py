@@ -10,7 +10,7 @@ from django.http import HttpRequest
 
 from grants.admin import AdministratorOnly, admin_actor
 from integrations.models import IntegrationSecret
-from integrations.secrets import secret_set
+from integrations.secrets import secret_set, storage_problem, validate_secret_name
 
 
 class SecretForm(forms.ModelForm):
@@ -21,6 +21,21 @@ class SecretForm(forms.ModelForm):
     class Meta:
         model = IntegrationSecret
         fields = ["name"]
+
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data.get("name") or "")
+        try:
+            validate_secret_name(name)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        problem = storage_problem()
+        if problem:
+            raise forms.ValidationError(problem)
+        return cleaned
 
 
 @admin.register(IntegrationSecret)

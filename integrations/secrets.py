@@ -10,6 +10,7 @@ setting, never the value; nothing here logs a value.
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 
 from cryptography.exceptions import InvalidTag
@@ -31,19 +32,41 @@ class SecretUnavailable(Exception):
 
 
 def keys() -> dict[int, bytes]:
-    """Configured key versions → 32-byte keys."""
+    """Configured key versions → 32-byte keys. Raises ``SecretUnavailable`` naming what is
+    wrong when none is configured or an entry is not ``<version>:<base64 of 32 bytes>``."""
     found: dict[int, bytes] = {}
     for part in str(settings.BRAIN_SECRETS_KEYS or "").split(","):
         if not part.strip():
             continue
         version, _, encoded = part.strip().partition(":")
-        key = base64.b64decode(encoded)
+        try:
+            number, key = int(version), base64.b64decode(encoded, validate=True)
+        except (ValueError, binascii.Error):
+            raise SecretUnavailable(
+                "BRAIN_SECRETS_KEYS has an entry that is not <version>:<base64 key> (docs/operations.md)"
+            ) from None
         if len(key) != 32:
             raise SecretUnavailable(f"key version {version} is not 32 bytes")
-        found[int(version)] = key
+        found[number] = key
     if not found:
         raise SecretUnavailable("no secrets key is configured (BRAIN_SECRETS_KEYS)")
     return found
+
+
+def storage_problem() -> str | None:
+    """Why a secret cannot be stored now (the keys are missing or malformed), or None: forms
+    ask before they accept a value, so an operator's missing key is a message, not a 500."""
+    try:
+        keys()
+    except SecretUnavailable as exc:
+        return f"Secrets cannot be stored: {exc}. The operator sets it (docs/operations.md)."
+    return None
+
+
+def validate_secret_name(name: str) -> None:
+    """Raises ``ValueError`` unless ``name`` is letters, digits and underscores (1-64)."""
+    if not name or len(name) > NAME_MAX or not name.replace("_", "").isalnum() or not name.isascii():
+        raise ValueError("a secret's name is letters, digits and underscores (at most 64)")
 
 
 def _encrypt(name: str, value: str) -> tuple[bytes, bytes, int]:
@@ -56,8 +79,7 @@ def _encrypt(name: str, value: str) -> tuple[bytes, bytes, int]:
 def secret_set(*, actor: Principal, name: str, value: str) -> None:
     """Set or replace a secret (administrators). The audit event names the setting only."""
     require_administrator(actor)
-    if not name or len(name) > NAME_MAX or not name.replace("_", "").isalnum():
-        raise ValueError("a secret's name is letters, digits and underscores (at most 64)")
+    validate_secret_name(name)
     if not value:
         raise ValueError("the secret's value is empty")
     ciphertext, nonce, version = _encrypt(name, value)

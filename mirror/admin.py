@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 
 from brain.jobs import enqueue_on_commit
 from grants.admin import AdministratorOnly, admin_actor
+from integrations.secrets import storage_problem
 from mirror.models import Mirror
 from mirror.services import mirror_adopt_remote, mirror_save
 from mirror.tasks import mirror_push_task
@@ -29,6 +30,13 @@ class MirrorForm(forms.ModelForm):
         model = Mirror
         fields = ["name", "remote_url", "branch", "service_account", "known_hosts", "enabled"]
         widgets = {"known_hosts": forms.Textarea(attrs={"rows": 3})}
+
+    def clean_credential(self) -> str:
+        credential = str(self.cleaned_data.get("credential") or "")
+        problem = storage_problem() if credential else None
+        if problem:
+            raise forms.ValidationError(problem)
+        return credential
 
 
 @admin.register(Mirror)
