@@ -119,7 +119,9 @@ def load_corpus(documents: list[dict[str, Any]]) -> tuple[Any, dict[str, str]]:
 
 
 # The rules a configuration leaves out are off (search() would otherwise apply the shipped ones).
-PLAIN: dict[str, Any] = {"fusion_level": "chunk", "coverage_power": 0.0, "lexical_length": 0, "adaptive": False}
+PLAIN: dict[str, Any] = {
+    "fusion_level": "chunk", "coverage_power": 0.0, "lexical_length": 0, "adaptive": False, "page_support": (0.0, 0.0),
+}  # fmt: skip
 # DEFAULT: the shipped one (brain.settings BRAIN_SEARCH): one vote per page and arm, the lexical
 # weight times the share of the query its best match covers and times 4 / content words (≤ 4).
 SHIPPED: dict[str, Any] = {
@@ -128,12 +130,16 @@ SHIPPED: dict[str, Any] = {
     "lexical_length": 4,
     "lexical_length_max": 4.0,
 }
+# PAGE SUPPORT: a semantic candidate's score plus 0.3 × its page's centroid similarity and
+# 0.3 × its second-best chunk's (corpus.page_support).
+SUPPORT: dict[str, Any] = {"page_support": (0.3, 0.3)}
 LENGTH_3_X2: dict[str, Any] = {"lexical_length": 3, "lexical_length_max": 2.0}
 PAGE_COVERAGE: dict[str, Any] = {"fusion_level": "page", "coverage_power": 1.0}
 _MEASURED: list[tuple[str, dict[str, Any]]] = [
     ("lexical any", {"arms": ("lexical",)}),
     ("lexical and", {"arms": ("lexical",), "lexical_mode": "and"}),
     ("semantic", {"arms": ("semantic",)}),
+    ("semantic support", {"arms": ("semantic",), **SUPPORT}),
     ("rrf / and", {"fusion": "rrf", "lexical_mode": "and"}),  # the default before 2026-12
     ("rrf", {"fusion": "rrf"}),
     ("weighted_rrf 1:0.5", {"fusion": "weighted_rrf", "weights": (1.0, 0.5)}),
@@ -155,9 +161,10 @@ _MEASURED: list[tuple[str, dict[str, Any]]] = [
     ("score 1:0.3 page cov", {"fusion": "score", "weights": (1.0, 0.3), **PAGE_COVERAGE}),
     ("zscore 1:0.5 page cov len4", {"fusion": "zscore", "weights": (1.0, 0.5), **SHIPPED}),
     ("score 1:0.3 page cov len4", {"fusion": "score", "weights": (1.0, 0.3), **SHIPPED}),
+    ("score 1:0.3 page cov len4 support", {"fusion": "score", "weights": (1.0, 0.3), **SHIPPED, **SUPPORT}),
 ]  # fmt: skip
 CONFIGS = [(name, {**PLAIN, "lexical_mode": "any", **options}) for name, options in _MEASURED]
-ARMS = ("lexical any", "lexical and", "semantic")
+ARMS = ("lexical any", "lexical and", "semantic", "semantic support")
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -244,7 +251,7 @@ def print_set(rows: list[dict[str, Any]]) -> None:
     bm25_ndcg = next(row["ndcg"] for row in rows if row["name"] == "bm25")
     print(f"\n{rows[0]['set']}")
     print(
-        f"{'configuration':<22}{'nDCG@10':>9}{'R@10':>7}{'MRR@10':>8}{'db p50':>9}{'db p95':>9}"
+        f"{'configuration':<34}{'nDCG@10':>9}{'R@10':>7}{'MRR@10':>8}{'db p50':>9}{'db p95':>9}"
         f"{'wall p50':>10}{'wall p95':>10}{'/best arm':>11}{'/bm25':>7}"
     )
 
@@ -254,7 +261,7 @@ def print_set(rows: list[dict[str, Any]]) -> None:
 
     for row in rows:
         print(
-            f"{row['name']:<22}{row['ndcg']:>9.3f}{row['recall']:>7.3f}{row['mrr']:>8.3f}"
+            f"{row['name']:<34}{row['ndcg']:>9.3f}{row['recall']:>7.3f}{row['mrr']:>8.3f}"
             f"{ms(row['db_p50'], 7)}{ms(row['db_p95'], 7)}{ms(row['wall_p50'], 8)}{ms(row['wall_p95'], 8)}"
             f"{row['ndcg'] / best_arm:>11.3f}{row['ndcg'] / bm25_ndcg:>7.3f}"
         )
@@ -265,11 +272,11 @@ def print_summary(results: dict[str, list[dict[str, Any]]], default: str) -> Non
     names = [row["name"] for row in next(iter(results.values()))]
     ndcg_of = {(s, row["name"]): row["ndcg"] for s, rows in results.items() for row in rows}
     print("\nnDCG@10 on every set")
-    print(f"{'configuration':<22}" + "".join(f"{s:>11}" for s in sets) + f"{'mean':>9}")
+    print(f"{'configuration':<34}" + "".join(f"{s:>11}" for s in sets) + f"{'mean':>9}")
     for name in names:
         values = [ndcg_of[(s, name)] for s in sets]
         mark = "  <- default" if name == default else ""
-        print(f"{name:<22}" + "".join(f"{v:>11.3f}" for v in values) + f"{statistics.mean(values):>9.3f}{mark}")
+        print(f"{name:<34}" + "".join(f"{v:>11.3f}" for v in values) + f"{statistics.mean(values):>9.3f}{mark}")
     holds = all(ndcg_of[(s, default)] >= max(ndcg_of[(s, other)] for other in (*ARMS, "bm25")) for s in sets)
     before = statistics.mean(ndcg_of[(s, "rrf / and")] for s in sets)
     now = statistics.mean(ndcg_of[(s, default)] for s in sets)
@@ -327,6 +334,7 @@ def _default_name() -> str:
         "lexical_length_max": float(config["LEXICAL_LENGTH_MAX"]) if int(config["LEXICAL_LENGTH"]) else 1.0,
         "coverage_power": float(config["COVERAGE_POWER"]),
         "fusion_level": str(config["FUSION_LEVEL"]),
+        "page_support": (float(config["PAGE_CENTROID_WEIGHT"]), float(config["PAGE_SECOND_WEIGHT"])),
     }
     for name, options in CONFIGS:
         measured = {**options, "lexical_length_max": float(options.get("lexical_length_max", 1.0))}

@@ -397,6 +397,11 @@ BRAIN_SEARCH: dict[str, Any] = {
     "LEXICAL": env_choice("BRAIN_SEARCH_LEXICAL", ("any", "and"), "any"),
     "ADAPTIVE": env_str("BRAIN_SEARCH_ADAPTIVE") in ("1", "true"),
     "COVERAGE_POWER": float(env_str("BRAIN_SEARCH_COVERAGE_POWER") or 1.0),
+    # A semantic candidate's score plus these times its page's similarity as a whole (the
+    # mean of its chunk vectors) and its second-best chunk's (corpus.page_support): 0.3 / 0.3
+    # lifted the default's mean nDCG@10 on the four sets from 0.769 to 0.785.
+    "PAGE_CENTROID_WEIGHT": float(env_str("BRAIN_SEARCH_PAGE_CENTROID_WEIGHT") or 0.3),
+    "PAGE_SECOND_WEIGHT": float(env_str("BRAIN_SEARCH_PAGE_SECOND_WEIGHT") or 0.3),
     "RRF_K": env_int("BRAIN_SEARCH_RRF_K", 60, minimum=1),
     "SEMANTIC_WEIGHT": float(env_str("BRAIN_SEARCH_SEMANTIC_WEIGHT") or 1.0),
     "LEXICAL_WEIGHT": float(env_str("BRAIN_SEARCH_LEXICAL_WEIGHT") or 0.3),

@@ -41,6 +41,7 @@ from brain.text.paths import PathError, validate_scope_path
 from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows_sql
 from corpus import lexical
 from corpus.models import Page
+from corpus.page_support import apply_page_support, page_support_sql
 from corpus.rendering import rendered_text
 from grants.predicates import visible_ids_sql
 from grants.principals import Principal, SystemPrincipal
@@ -100,6 +101,10 @@ def search_settings() -> dict[str, Any]:
         # or two is the lexical arm's strongest case (0: off).
         "LEXICAL_LENGTH": 4,
         "LEXICAL_LENGTH_MAX": 4.0,
+        # A semantic candidate's score plus these times its page's centroid and second-best
+        # chunk similarity (corpus.page_support; 0 and 0: off).
+        "PAGE_CENTROID_WEIGHT": 0.3,
+        "PAGE_SECOND_WEIGHT": 0.3,
         "RRF_K": 60,
         "SEMANTIC_WEIGHT": 1.0,
         "LEXICAL_WEIGHT": 0.3,
@@ -283,8 +288,13 @@ def _candidates(
     exact_pages: int,
     exact_fraction: float,
     work_mem: str,
+    page_support: bool = False,
 ) -> list[tuple[Any, ...]]:
-    """Both arms in one statement: (arm, chunk id, raw score, rank, page fields, chunk text)."""
+    """Both arms in one statement: (arm, chunk id, raw score, rank, coverage, page fields,
+    chunk text, page centroid similarity, page second-best similarity).
+
+    With ``page_support`` (and a vector), the last two are each semantic candidate page's
+    similarity to the query as a whole (``corpus.page_support``); otherwise NULL."""
     # The caller's visible pages are computed once (MATERIALIZED, just their live revision
     # ids). Every candidate chunk is then checked, and later mapped to its page, by a
     # per-row lookup that the planner cannot turn into a join:
@@ -362,6 +372,7 @@ def _candidates(
     exact_sql, exact_params = ScanRule(exact_pages, exact_fraction).sql(
         "SELECT count(*) FROM vis", table_rows_sql("corpus_page")
     )
+    support_sql, support_params = page_support_sql(vector) if page_support and vector is not None else ("", [])
     sql = f"""
         WITH vis AS MATERIALIZED ({visible_sql}),
              vis_count AS (
@@ -370,18 +381,25 @@ def _candidates(
                  -- HNSW one, which is always correct.
                  SELECT {exact_sql} AS exact),
              {f"lex AS MATERIALIZED ({tsquery.source})," if tsquery is not None else ""}
-             candidates AS ({" UNION ALL ".join(arms)})
-        SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank, cand.coverage,
-               p.path, p.title, p.type, p.category, c.heading_path, c.body
-          FROM candidates cand
-          JOIN corpus_chunk c ON c.id = cand.chunk_id
-          JOIN LATERAL (SELECT rc.revision_id FROM corpus_revisionchunk rc
-                         WHERE rc.chunk_id = cand.chunk_id AND {_VISIBLE_REVISION.format(revision="rc.revision_id")}
-                        OFFSET 0) live ON true
-          JOIN corpus_page p ON p.current_revision_id = live.revision_id
+             candidates AS ({" UNION ALL ".join(arms)}),
+             found AS MATERIALIZED (
+                 SELECT cand.arm, cand.chunk_id, cand.raw, cand.rank, cand.coverage, live.revision_id
+                   FROM candidates cand
+                   JOIN LATERAL (SELECT rc.revision_id FROM corpus_revisionchunk rc
+                                  WHERE rc.chunk_id = cand.chunk_id
+                                    AND {_VISIBLE_REVISION.format(revision="rc.revision_id")}
+                                 OFFSET 0) live ON true)
+             {f", support AS ({support_sql})" if support_sql else ""}
+        SELECT f.arm, f.chunk_id, f.raw, f.rank, f.coverage,
+               p.path, p.title, p.type, p.category, c.heading_path, c.body,
+               {"s.centroid, s.second" if support_sql else "NULL::float8, NULL::float8"}
+          FROM found f
+          JOIN corpus_chunk c ON c.id = f.chunk_id
+          JOIN corpus_page p ON p.current_revision_id = f.revision_id
+          {"LEFT JOIN support s ON s.revision_id = f.revision_id" if support_sql else ""}
     """
     lex_params = tsquery.params if tsquery is not None else []
-    params = [*visible_params, *exact_params, *lex_params, *params]
+    params = [*visible_params, *exact_params, *lex_params, *params, *support_params]
     with transaction.atomic(), connection.cursor() as cursor:
         # For this transaction only, in one round trip:
         # - the HNSW walk's settings (brain.vector_scan: iterative scanning, the beam);
@@ -411,6 +429,7 @@ class _Candidate:
     ranks: dict[str, int] = field(default_factory=dict)
     raws: dict[str, float] = field(default_factory=dict)
     coverage: float | None = None  # the lexical arm's share of the query's term weight
+    similarity: float | None = None  # the semantic arm's cosine similarity (raws may add page support)
 
 
 def _fuse(
@@ -546,11 +565,13 @@ def search(
     lexical_length_max: float | None = None,
     coverage_power: float | None = None,
     fusion_level: str | None = None,
+    page_support: tuple[float, float] | None = None,
 ) -> SearchResponse:
     """Search the live corpus as ``principal`` sees it.
 
     ``fusion``/``weights`` (semantic, lexical) and the per-query rules (``adaptive``,
-    ``lexical_length``/``_max``, ``coverage_power``, ``fusion_level``) override the configured
+    ``lexical_length``/``_max``, ``coverage_power``, ``fusion_level``, ``page_support`` — the
+    page centroid and second-chunk weights) override the configured
     fusion; ``arms`` restricts the search to one arm (the evaluation harness measures each
     arm and rule alone).
 
@@ -570,6 +591,11 @@ def search(
         config["COVERAGE_POWER"] = coverage_power
     if fusion_level is not None:
         config["FUSION_LEVEL"] = fusion_level
+    if page_support is not None:
+        config["PAGE_CENTROID_WEIGHT"], config["PAGE_SECOND_WEIGHT"] = page_support
+    centroid_weight, second_weight = float(config["PAGE_CENTROID_WEIGHT"]), float(config["PAGE_SECOND_WEIGHT"])
+    if centroid_weight < 0 or second_weight < 0:
+        raise SearchError("page support weights must not be negative")
     if config.get("FUSION_LEVEL", "chunk") not in FUSION_LEVELS:
         raise SearchError(f"fusion level must be one of {', '.join(FUSION_LEVELS)}")
     if not arms or set(arms) - {"semantic", "lexical"}:
@@ -627,12 +653,15 @@ def search(
             exact_pages=int(config["EXACT_PAGES"]),
             exact_fraction=float(config["EXACT_FRACTION"]),
             work_mem=f"{int(config['WORK_MEM_MB'])}MB",
+            page_support=centroid_weight > 0 or second_weight > 0,
         )
         response.timings_ms["database"] = (time.perf_counter() - started) * 1000
         candidates: dict[tuple[str, str], _Candidate] = {}
+        support: dict[tuple[str, str], tuple[float | None, float | None]] = {}
         arm_counts = {"semantic": 0, "lexical": 0}
         seen_rows: set[tuple[str, str]] = set()
-        for arm, chunk_id, raw, rank, coverage, path, title, page_type, page_category, heading_path, body in rows:
+        for row in rows:
+            arm, chunk_id, raw, rank, coverage, path, title, page_type, page_category, heading_path, body = row[:11]
             if (arm, chunk_id) not in seen_rows:
                 seen_rows.add((arm, chunk_id))
                 arm_counts[arm] += 1
@@ -642,8 +671,12 @@ def search(
             )
             candidate.ranks[arm] = int(rank)
             candidate.raws[arm] = float(raw)
+            if arm == "semantic":
+                candidate.similarity = float(raw)
+                support[(chunk_id, path)] = row[11], row[12]
             if coverage is not None:
                 candidate.coverage = float(coverage)
+        apply_page_support(candidates, support, centroid_weight=centroid_weight, second_weight=second_weight)
         fused = _fuse(candidates, config, method)
         results: list[tuple[float, _Candidate]] = []
         per_page_count: dict[str, int] = {}
@@ -674,7 +707,7 @@ def search(
                 semantic_rank=candidate.ranks.get("semantic"),
                 lexical_rank=candidate.ranks.get("lexical"),
                 body=candidate.body,
-                semantic_similarity=candidate.raws.get("semantic"),
+                semantic_similarity=candidate.similarity,
             )
         )
     return response

@@ -141,7 +141,7 @@ class SearchTests(BrainTestCase):
                 tsquery=search_module.lexical_query(query), limit=10, ef_search=40,
                 exact_pages=1000, exact_fraction=0.1, work_mem="32MB",
             )  # fmt: skip
-            return {heading.rsplit(" > ", 1)[-1]: cover for _, _, _, _, cover, _, _, _, _, heading, _ in rows}
+            return {heading.rsplit(" > ", 1)[-1]: cover for _, _, _, _, cover, _, _, _, _, heading, *_ in rows}
 
         # Before the first term count every term weighs the same: each section holds half.
         assert coverage("prepayment prorated") == {"Annual": 0.5, "Seats": 0.5}
