@@ -95,6 +95,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "answer": "The finance lead approves discounts above 12%.",
             "citations": ["topics/pricing/discounts.md#discounts"],
             "refusal_reason": "",
+            "refusal_pages": [],
         }
     },
     "tag_source": {

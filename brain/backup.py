@@ -28,9 +28,9 @@ archive in ``var/backups/``) reads and checks the whole archive before it change
 refuses a database that already holds tables unless ``--force`` (refused too while anything
 else is connected); runs ``pg_restore --clean --if-exists --single-transaction`` into a side
 database and swaps it in (a replaced database is kept, renamed); then puts the key files and
-the media in place, checks the row counts against the manifest, runs ``manage.py migrate`` and
-``manage.py capsules_check``, and checks that every document's original is present with its
-recorded sha256.
+the media in place, checks the row counts against the manifest, runs ``manage.py migrate``,
+``manage.py capsules_check`` and ``manage.py livechunks_check --repair``, and checks that
+every document's original is present with its recorded sha256.
 
 Both leave the embedded servers as they found them (stopped again if this started them).
 This module never loads the Django settings: they would generate fresh keys into ``var/``
@@ -535,6 +535,10 @@ def restore(archive: Path | None = None, *, force: bool = False) -> None:
             _manage("migrate", "--noinput")
             say("restore: manage.py capsules_check")
             _manage("capsules_check")
+            # corpus_livechunk is derived from the restored pages: a restored brain must
+            # search exactly as its live pages say, whatever the dump held.
+            say("restore: manage.py livechunks_check --repair")
+            _manage("livechunks_check", "--repair")
             _check_originals(url, _media_root(var), staged)
     for name in _keys_from_environment():
         say(f"  {name} is set in the environment: it is used, not the archive's var/ file")

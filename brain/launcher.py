@@ -449,6 +449,8 @@ def run() -> int:
         configure_environment()
         _manage("migrate", "--noinput")
         _manage("capsules_check")
+        # The lexical arm's derived table: rebuilt if it drifted while the brain was down.
+        _manage("livechunks_check", "--repair")
         _manage("demo_seed")
         _manage("brain_mirror", "demo")
         _manage("collectstatic", "--noinput", "--verbosity", "0")

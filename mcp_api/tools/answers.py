@@ -37,13 +37,18 @@ class AnswerOut(Out):
     answer: str
     citations: list[str]
     refusal_reason: str
+    refusal_pages: list[str] = Field(
+        default_factory=list,
+        description="When refused because several pages answer about equally well: those pages, to read",
+    )
 
 
 def await_answer(caller: Caller, args: AwaitArgs) -> AnswerOut:
     asker: Any = caller.principal  # a question credential's owner: a member or a service account
     question: Question = question_await(actor=asker, question_id=args.question_id, wait_seconds=args.wait_seconds)
     return AnswerOut(question_id=question.pk, status=question.status, answer=question.answer,
-                     citations=list(question.citations), refusal_reason=question.refusal_reason)  # fmt: skip
+                     citations=list(question.citations), refusal_reason=question.refusal_reason,
+                     refusal_pages=list(question.refusal_pages))  # fmt: skip
 
 
 def _render_answer(out: AnswerOut) -> str:

@@ -176,6 +176,14 @@ class AnswerTests(BrainTestCase):
         page = self.client.get(f"/ask/{question.pk}").content.decode()
         assert 'href="/pages/topics/finance/expenses.md"' in page
         assert 'href="/pages/topics/travel/hotels.md"' in page
+        # Agents get them as data too (REST and MCP share the tool's output).
+        from django.test import Client
+
+        from memory.tokens import api_token_issue
+
+        rest = Client(HTTP_AUTHORIZATION=f"Bearer {api_token_issue(actor=self.bob, name='q')[1]}")
+        body = rest.get(f"/api/v1/questions/{question.pk}", {"wait_seconds": "0"}).json()
+        assert body["refusal_pages"] == ["topics/finance/expenses.md", "topics/travel/hotels.md"]
 
     def test_the_seed_demo_question_is_answered_from_the_demo_corpus(self) -> None:
         from django.core.management import call_command

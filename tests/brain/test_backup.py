@@ -122,6 +122,8 @@ def test_backup_destroy_var_and_restore_gives_back_the_same_brain(private_var: P
 
     restored = run(var, "-m", "brain.backup", "restore")
     assert "capsule triggers and index: as expected" in restored.stdout  # nothing to repair
+    assert "corpus_livechunk: as expected" in restored.stdout  # the lexical arm's rows, checked
+    assert "rebuilt:" not in restored.stdout
     assert "rows as in the manifest" in restored.stdout
     assert "originals: 1 of 1 present" in restored.stdout
     assert (var / "media" / "originals" / original_sha).read_bytes() == backup_drill.ORIGINAL

@@ -75,6 +75,7 @@ def test_replicas_one_beat_and_the_services(compose: dict[str, Any]) -> None:
     assert all(str(port).startswith("127.0.0.1:") for port in services["mail"].get("ports", []))
     # Migrations and the capsule trigger check run once, before the long-running processes.
     assert "capsules_check" in " ".join(services["migrate"]["command"])
+    assert "livechunks_check --repair" in " ".join(services["migrate"]["command"])
     for name in APP_SERVICES - {"migrate"}:
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
 
