@@ -425,6 +425,8 @@ BRAIN_SEARCH: dict[str, Any] = {
     # this cosine similarity (a nonsense query still has nearest neighbours; see corpus/search_results.py).
     "WEB_MIN_SIMILARITY": float(env_str("BRAIN_SEARCH_WEB_MIN_SIMILARITY") or 0.25),
 }
+if BRAIN_SEARCH["PAGE_CENTROID_WEIGHT"] < 0 or BRAIN_SEARCH["PAGE_SECOND_WEIGHT"] < 0:
+    raise ConfigurationError("BRAIN_SEARCH_PAGE_CENTROID_WEIGHT and …_SECOND_WEIGHT must be 0 or more (0: off)")
 
 BRAIN_BUILD_DRIVER: dict[str, int] = {
     # Files drafted per step (one transaction, one embedder call) and the step's lease.
