@@ -24,7 +24,6 @@ the support CTE starts from the rows the candidate query admitted through the ac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,17 +55,12 @@ def page_support_sql(vector: str) -> tuple[str, list[Any]]:
 
 
 def apply_page_support(
-    candidates: dict[tuple[str, str], _Candidate],
-    support: Mapping[tuple[str, str], tuple[float | None, float | None]],
-    *,
-    centroid_weight: float,
-    second_weight: float,
+    candidates: dict[tuple[str, str], _Candidate], *, centroid_weight: float, second_weight: float
 ) -> None:
-    """Add each semantic candidate's page support to its semantic score and re-rank the arm.
-
-    ``support`` maps a candidate key to its page's (centroid, second) similarities; a missing
-    or NULL value adds nothing. Ties keep the arm's original order. The cosine similarity the
-    arm found stays in ``candidate.similarity``."""
+    """Add each semantic candidate's page support (``candidate.page_support``: its page's
+    centroid and second-best similarities; None adds nothing) to its semantic score and
+    re-rank the arm. Ties keep the arm's original order. The cosine similarity the arm found
+    stays in ``candidate.similarity``."""
     semantic = [
         (candidate.ranks["semantic"], key) for key, candidate in candidates.items() if "semantic" in candidate.raws
     ]
@@ -74,7 +68,7 @@ def apply_page_support(
         return
     for _, key in semantic:
         candidate = candidates[key]
-        centroid, second = support.get(key, (None, None))
+        centroid, second = candidate.page_support
         candidate.raws["semantic"] += centroid_weight * (centroid or 0.0) + second_weight * (second or 0.0)
     order = sorted(semantic, key=lambda item: (-candidates[item[1]].raws["semantic"], item[0]))
     for rank, (_, key) in enumerate(order, 1):

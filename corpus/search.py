@@ -430,6 +430,7 @@ class _Candidate:
     raws: dict[str, float] = field(default_factory=dict)
     coverage: float | None = None  # the lexical arm's share of the query's term weight
     similarity: float | None = None  # the semantic arm's cosine similarity (raws may add page support)
+    page_support: tuple[float | None, float | None] = (None, None)  # its page's centroid, second-best
 
 
 def _fuse(
@@ -657,7 +658,6 @@ def search(
         )
         response.timings_ms["database"] = (time.perf_counter() - started) * 1000
         candidates: dict[tuple[str, str], _Candidate] = {}
-        support: dict[tuple[str, str], tuple[float | None, float | None]] = {}
         arm_counts = {"semantic": 0, "lexical": 0}
         seen_rows: set[tuple[str, str]] = set()
         for row in rows:
@@ -673,10 +673,10 @@ def search(
             candidate.raws[arm] = float(raw)
             if arm == "semantic":
                 candidate.similarity = float(raw)
-                support[(chunk_id, path)] = row[11], row[12]
+                candidate.page_support = row[11], row[12]
             if coverage is not None:
                 candidate.coverage = float(coverage)
-        apply_page_support(candidates, support, centroid_weight=centroid_weight, second_weight=second_weight)
+        apply_page_support(candidates, centroid_weight=centroid_weight, second_weight=second_weight)
         fused = _fuse(candidates, config, method)
         results: list[tuple[float, _Candidate]] = []
         per_page_count: dict[str, int] = {}

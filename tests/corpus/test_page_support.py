@@ -114,8 +114,9 @@ def test_a_page_about_the_question_overtakes_one_stray_paragraph() -> None:
         ("c1", "stray.md"): candidate("stray.md", 0.60, 1),
         ("c2", "about.md"): candidate("about.md", 0.55, 2),
     }
-    support = {("c1", "stray.md"): (0.20, 0.10), ("c2", "about.md"): (0.50, 0.50)}
-    apply_page_support(candidates, support, centroid_weight=0.3, second_weight=0.3)
+    candidates[("c1", "stray.md")].page_support = (0.20, 0.10)
+    candidates[("c2", "about.md")].page_support = (0.50, 0.50)
+    apply_page_support(candidates, centroid_weight=0.3, second_weight=0.3)
     assert candidates[("c2", "about.md")].ranks["semantic"] == 1
     assert candidates[("c1", "stray.md")].ranks["semantic"] == 2
     assert candidates[("c2", "about.md")].raws["semantic"] == pytest.approx(0.55 + 0.15 + 0.15)
@@ -125,10 +126,11 @@ def test_a_page_about_the_question_overtakes_one_stray_paragraph() -> None:
 
 def test_no_weights_and_missing_support_keep_the_arms_order() -> None:
     candidates = {("c1", "a.md"): candidate("a.md", 0.60, 1), ("c2", "b.md"): candidate("b.md", 0.60, 2)}
-    apply_page_support(candidates, {("c1", "a.md"): (None, None)}, centroid_weight=0.3, second_weight=0.3)
+    candidates[("c1", "a.md")].page_support = (None, None)  # b.md's is left at its default
+    apply_page_support(candidates, centroid_weight=0.3, second_weight=0.3)
     assert [candidates[key].ranks["semantic"] for key in (("c1", "a.md"), ("c2", "b.md"))] == [1, 2]
     lexical_only = _Candidate(path="c.md", title="c", type="topic", category=None, heading_path="", body="")
     lexical_only.ranks["lexical"], lexical_only.raws["lexical"] = 1, 3.0
     candidates[("c3", "c.md")] = lexical_only
-    apply_page_support(candidates, {}, centroid_weight=0.3, second_weight=0.3)
+    apply_page_support(candidates, centroid_weight=0.3, second_weight=0.3)
     assert "semantic" not in lexical_only.ranks
