@@ -7,6 +7,7 @@ missing or malformed value fails at start with a message that names the variable
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -56,6 +57,53 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     if maximum is not None and number > maximum:
         raise ConfigurationError(f"{name} must be at most {maximum}")
     return number
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    """A finite decimal number within ``[minimum, maximum]`` when those are given.
+
+    ``nan`` and ``inf`` parse as floats but are refused: a weight or a threshold that is not
+    a number would silently turn every comparison it enters false.
+    """
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number") from None
+    if not math.isfinite(number):
+        raise ConfigurationError(f"{name} must be a finite number")
+    if minimum is not None and number < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum:g}")
+    if maximum is not None and number > maximum:
+        raise ConfigurationError(f"{name} must be at most {maximum:g}")
+    return number
+
+
+def env_int_map(name: str, default: dict[str, int], *, minimum: int | None = None) -> dict[str, int]:
+    """``key:number,key:number`` over ``default`` (a key given replaces its default).
+
+    A blank item is skipped; an item without a key, a colon or a decimal integer is an error
+    rather than ignored, so a typo never silently keeps the default.
+    """
+    value = _raw(name)
+    merged = dict(default)
+    if value is None:
+        return merged
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        key, colon, number = (part.strip() for part in item.partition(":"))
+        if not key or not colon:
+            raise ConfigurationError(f"{name} must be a comma-separated list of name:number")
+        try:
+            merged[key] = int(number)
+        except ValueError:
+            raise ConfigurationError(f"{name} must be a comma-separated list of name:number") from None
+        if minimum is not None and merged[key] < minimum:
+            raise ConfigurationError(f"{name} numbers must be at least {minimum}")
+    return merged
 
 
 def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:

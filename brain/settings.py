@@ -20,7 +20,9 @@ from brain.env import (
     ConfigurationError,
     env_bool,
     env_choice,
+    env_float,
     env_int,
+    env_int_map,
     env_secret,
     env_str,
     env_url,
@@ -283,13 +285,15 @@ BRAIN_INVITATION_HOURS = env_int("BRAIN_INVITATION_HOURS", 72, minimum=1, maximu
 OIDC_RP_CLIENT_ID = env_str("BRAIN_OIDC_CLIENT_ID") or ""
 BRAIN_OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
 BRAIN_OIDC_LABEL = env_str("BRAIN_OIDC_LABEL") or "Sign in with single sign-on"
+# https; http only for an identity provider on this machine or a private network's test setup.
+_OIDC_SCHEMES = ("https", "http")
 if BRAIN_OIDC_ENABLED:
     OIDC_RP_CLIENT_SECRET = env_secret("BRAIN_OIDC_CLIENT_SECRET") or ""
-    OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("BRAIN_OIDC_AUTHORIZATION_ENDPOINT") or ""
-    OIDC_OP_TOKEN_ENDPOINT = env_str("BRAIN_OIDC_TOKEN_ENDPOINT") or ""
-    OIDC_OP_USER_ENDPOINT = env_str("BRAIN_OIDC_USERINFO_ENDPOINT") or ""
-    OIDC_OP_JWKS_ENDPOINT = env_str("BRAIN_OIDC_JWKS_ENDPOINT") or ""
-    OIDC_OP_ISSUER = env_str("BRAIN_OIDC_ISSUER") or ""
+    OIDC_OP_AUTHORIZATION_ENDPOINT = env_url("BRAIN_OIDC_AUTHORIZATION_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
+    OIDC_OP_TOKEN_ENDPOINT = env_url("BRAIN_OIDC_TOKEN_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
+    OIDC_OP_USER_ENDPOINT = env_url("BRAIN_OIDC_USERINFO_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
+    OIDC_OP_JWKS_ENDPOINT = env_url("BRAIN_OIDC_JWKS_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
+    OIDC_OP_ISSUER = env_url("BRAIN_OIDC_ISSUER", schemes=_OIDC_SCHEMES) or ""
     _missing = [
         name
         for name, value in (
@@ -395,20 +399,20 @@ BRAIN_SEARCH: dict[str, Any] = {
     "FUSION": env_choice("BRAIN_SEARCH_FUSION", ("rrf", "weighted_rrf", "score", "zscore"), "score"),
     "FUSION_LEVEL": env_choice("BRAIN_SEARCH_FUSION_LEVEL", ("page", "chunk"), "page"),
     "LEXICAL": env_choice("BRAIN_SEARCH_LEXICAL", ("any", "and"), "any"),
-    "ADAPTIVE": env_str("BRAIN_SEARCH_ADAPTIVE") in ("1", "true"),
-    "COVERAGE_POWER": float(env_str("BRAIN_SEARCH_COVERAGE_POWER") or 1.0),
+    "ADAPTIVE": env_bool("BRAIN_SEARCH_ADAPTIVE", False),
+    "COVERAGE_POWER": env_float("BRAIN_SEARCH_COVERAGE_POWER", 1.0, minimum=0, maximum=10),
     # A semantic candidate's score plus these times its page's similarity as a whole (the
     # mean of its chunk vectors) and its second-best chunk's (corpus.page_support): 0.3 / 0.3
     # lifted the default's mean nDCG@10 on the four sets from 0.769 to 0.785.
-    "PAGE_CENTROID_WEIGHT": float(env_str("BRAIN_SEARCH_PAGE_CENTROID_WEIGHT") or 0.3),
-    "PAGE_SECOND_WEIGHT": float(env_str("BRAIN_SEARCH_PAGE_SECOND_WEIGHT") or 0.3),
+    "PAGE_CENTROID_WEIGHT": env_float("BRAIN_SEARCH_PAGE_CENTROID_WEIGHT", 0.3, minimum=0, maximum=10),
+    "PAGE_SECOND_WEIGHT": env_float("BRAIN_SEARCH_PAGE_SECOND_WEIGHT", 0.3, minimum=0, maximum=10),
     "RRF_K": env_int("BRAIN_SEARCH_RRF_K", 60, minimum=1),
-    "SEMANTIC_WEIGHT": float(env_str("BRAIN_SEARCH_SEMANTIC_WEIGHT") or 1.0),
-    "LEXICAL_WEIGHT": float(env_str("BRAIN_SEARCH_LEXICAL_WEIGHT") or 0.3),
+    "SEMANTIC_WEIGHT": env_float("BRAIN_SEARCH_SEMANTIC_WEIGHT", 1.0, minimum=0, maximum=100),
+    "LEXICAL_WEIGHT": env_float("BRAIN_SEARCH_LEXICAL_WEIGHT", 0.3, minimum=0, maximum=100),
     # The lexical weight times LEXICAL_LENGTH / (the query's content words), at most
     # LEXICAL_LENGTH_MAX: less for long questions, more for a keyword or two (0: off).
     "LEXICAL_LENGTH": env_int("BRAIN_SEARCH_LEXICAL_LENGTH", 4, minimum=0, maximum=50),
-    "LEXICAL_LENGTH_MAX": float(env_str("BRAIN_SEARCH_LEXICAL_LENGTH_MAX") or 4.0),
+    "LEXICAL_LENGTH_MAX": env_float("BRAIN_SEARCH_LEXICAL_LENGTH_MAX", 4.0, minimum=0, maximum=100),
     "CANDIDATES": env_int("BRAIN_SEARCH_CANDIDATES", 40, minimum=10, maximum=1000),
     "PER_PAGE": env_int("BRAIN_SEARCH_PER_PAGE", 2, minimum=1, maximum=20),
     "EF_SEARCH": env_int("BRAIN_SEARCH_EF_SEARCH", 100, minimum=10, maximum=1000),
@@ -417,16 +421,14 @@ BRAIN_SEARCH: dict[str, Any] = {
     # the semantic arm scans their chunks exactly instead of walking the HNSW graph past
     # hidden neighbours (see docs/search.md, "Scale").
     "EXACT_PAGES": env_int("BRAIN_SEARCH_EXACT_PAGES", 1000, minimum=0),
-    "EXACT_FRACTION": float(env_str("BRAIN_SEARCH_EXACT_FRACTION") or 0.1),
+    "EXACT_FRACTION": env_float("BRAIN_SEARCH_EXACT_FRACTION", 0.1, minimum=0, maximum=1),
     # work_mem (MB) of the search transaction: the caller's visible-revision set must fit
     # in a hash (about 50 bytes a page), or PostgreSQL probes it linearly per candidate.
     "WORK_MEM_MB": env_int("BRAIN_SEARCH_WORK_MEM_MB", 32, minimum=4, maximum=4096),
     # The web search page's relevance floor: a result found by meaning alone needs at least
     # this cosine similarity (a nonsense query still has nearest neighbours; see corpus/search_results.py).
-    "WEB_MIN_SIMILARITY": float(env_str("BRAIN_SEARCH_WEB_MIN_SIMILARITY") or 0.25),
+    "WEB_MIN_SIMILARITY": env_float("BRAIN_SEARCH_WEB_MIN_SIMILARITY", 0.25, minimum=-1, maximum=1),
 }
-if BRAIN_SEARCH["PAGE_CENTROID_WEIGHT"] < 0 or BRAIN_SEARCH["PAGE_SECOND_WEIGHT"] < 0:
-    raise ConfigurationError("BRAIN_SEARCH_PAGE_CENTROID_WEIGHT and …_SECOND_WEIGHT must be 0 or more (0: off)")
 
 BRAIN_BUILD_DRIVER: dict[str, int] = {
     # Files drafted per step (one transaction, one embedder call) and the step's lease.
@@ -471,17 +473,9 @@ BRAIN_CALENDAR_ALLOW_PRIVATE = env_bool("BRAIN_CALENDAR_ALLOW_PRIVATE", False)
 
 # Days after a page's as_of that its owner is asked (on the home page) to re-verify it, by
 # page type; "default" for the rest. BRAIN_REVERIFY_DAYS=policy:90,topic:180,default:365.
-BRAIN_REVERIFY_DAYS: dict[str, int] = {
-    "default": 180,
-    "policy": 90,
-    "runbook": 90,
-    **{
-        name.strip(): int(days)
-        for name, _, days in (
-            item.partition(":") for item in (env_str("BRAIN_REVERIFY_DAYS") or "").split(",") if ":" in item
-        )
-    },
-}
+BRAIN_REVERIFY_DAYS: dict[str, int] = env_int_map(
+    "BRAIN_REVERIFY_DAYS", {"default": 180, "policy": 90, "runbook": 90}, minimum=1
+)
 
 # Document ingest: where the bytes are processed (written onto every extraction) and the
 # limits that refuse a file before it exhausts memory.

@@ -70,3 +70,23 @@ def test_env_helpers(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("X_SECRET", "direct")
     with pytest.raises(env.ConfigurationError, match="only one of X_SECRET and X_SECRET_FILE"):
         env.env_secret("X_SECRET")
+
+
+def test_numbers_and_maps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("X_FLOAT", " 0.25 ")
+    assert env.env_float("X_FLOAT", 1.0, minimum=0, maximum=1) == 0.25
+    monkeypatch.setenv("X_FLOAT", "1.5")
+    with pytest.raises(env.ConfigurationError, match="X_FLOAT must be at most 1"):
+        env.env_float("X_FLOAT", 1.0, minimum=0, maximum=1)
+    monkeypatch.setenv("X_FLOAT", "-inf")
+    with pytest.raises(env.ConfigurationError, match="X_FLOAT must be a finite number"):
+        env.env_float("X_FLOAT", 1.0)
+    monkeypatch.setenv("X_MAP", "policy: 30, ,topic:365")
+    assert env.env_int_map("X_MAP", {"default": 180, "policy": 90}, minimum=1) == {
+        "default": 180,
+        "policy": 30,
+        "topic": 365,
+    }
+    monkeypatch.setenv("X_MAP", "policy:0")
+    with pytest.raises(env.ConfigurationError, match="X_MAP numbers must be at least 1"):
+        env.env_int_map("X_MAP", {}, minimum=1)
