@@ -87,36 +87,9 @@ class SearchResponse:
 
 
 def search_settings() -> dict[str, Any]:
-    defaults: dict[str, Any] = {
-        # Measured on four judged sets (make bench-retrieval, docs/search.md, "Fusion").
-        "FUSION": "score",
-        "FUSION_LEVEL": "page",
-        "LEXICAL": "any",
-        "ADAPTIVE": False,
-        # The lexical weight times (the share of the query's term weight its best match
-        # holds) ** COVERAGE_POWER; 0: off.
-        "COVERAGE_POWER": 1.0,
-        # N: the lexical weight times N / (the query's content words), at most
-        # LEXICAL_LENGTH_MAX — long questions share ordinary words with many pages, a keyword
-        # or two is the lexical arm's strongest case (0: off).
-        "LEXICAL_LENGTH": 4,
-        "LEXICAL_LENGTH_MAX": 4.0,
-        # A semantic candidate's score plus these times its page's centroid and second-best
-        # chunk similarity (corpus.page_support; 0 and 0: off).
-        "PAGE_CENTROID_WEIGHT": 0.3,
-        "PAGE_SECOND_WEIGHT": 0.3,
-        "RRF_K": 60,
-        "SEMANTIC_WEIGHT": 1.0,
-        "LEXICAL_WEIGHT": 0.3,
-        "CANDIDATES": 40,
-        "PER_PAGE": 2,
-        "EF_SEARCH": 100,
-        "QUERY_CACHE_SIZE": 512,
-        "EXACT_PAGES": 1000,
-        "EXACT_FRACTION": 0.1,
-        "WORK_MEM_MB": 32,
-    }
-    return {**defaults, **getattr(settings, "BRAIN_SEARCH", {})}
+    """A copy of the ``BRAIN_SEARCH`` setting. brain/settings.py holds every default, each a
+    measured choice (docs/search.md); callers may change their copy for one search."""
+    return dict(settings.BRAIN_SEARCH)
 
 
 # --------------------------------------------------------------------------- query vectors

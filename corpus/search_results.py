@@ -14,14 +14,10 @@ from django.conf import settings
 
 from corpus.search import SearchResult
 
-# Measured with the shipped model (all-MiniLM-L6-v2) against 400 pgdocs pages: the best match
-# of 8 nonsense and off-topic queries peaked at 0.21, of 40 real pgdocs questions it was at
-# least 0.30. The floor sits between; BRAIN_SEARCH["WEB_MIN_SIMILARITY"] overrides it.
-DEFAULT_MIN_SIMILARITY = 0.25
-
 
 def min_similarity() -> float:
-    return float(getattr(settings, "BRAIN_SEARCH", {}).get("WEB_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY))
+    """``BRAIN_SEARCH["WEB_MIN_SIMILARITY"]`` (0.25 unless configured; measured in brain/settings.py)."""
+    return float(settings.BRAIN_SEARCH["WEB_MIN_SIMILARITY"])
 
 
 def relevant(result: SearchResult, floor: float) -> bool:
