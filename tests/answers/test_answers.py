@@ -155,21 +155,22 @@ class AnswerTests(BrainTestCase):
         assert "LLM_BASE_URL" in notice  # which setting gives a written answer
 
     def test_two_pages_answering_about_equally_well_are_named_not_guessed_between(self) -> None:
-        publish("topics/travel/hotels.md", title="Hotels",
-                body="# Hotels\n\n## Nightly cap\n\nHotel stays are capped at 180 euros a night, booked through "
-                     "the travel desk.\n")  # fmt: skip
+        publish("topics/travel/hotels.md", title="Hotel nights",
+                body="# Hotel nights\n\n## Nightly cap\n\nHotel stays are capped at 180 euros a night, booked "
+                     "through the travel desk.\n")  # fmt: skip
         publish("topics/finance/expenses.md", title="Expenses",
-                body="# Expenses\n\n## Hotels\n\nA hotel night is capped at 180 euros; the travel desk books "
-                     "every stay.\n")  # fmt: skip
+                body="# Expenses\n\n## Hotels\n\nThe nightly hotel limit is 180 euros, and the travel desk makes "
+                     "every booking.\n")  # fmt: skip
+        # Their claims differ by about 0.01 here (the margin is 0.06).
         with pytest.raises(Refused, match="several pages answer this about equally well") as refused:
-            extractive(self.bob, "How much may a hotel night cost?")
+            extractive(self.bob, "What may a hotel night cost?")
         assert "topics/finance/expenses.md" in str(refused.value)
         assert "topics/travel/hotels.md" in str(refused.value)
         # Asked so that one page's sentence is clearly closer, the question is answered from it.
         found = extractive(self.bob, "What is the cap for a hotel night?")
         assert found.citations == ["topics/travel/hotels.md#nightly-cap"]
         # Through the worker, the asker's page links the pages to read.
-        question = self.ask(self.bob, "How much may a hotel night cost?")
+        question = self.ask(self.bob, "What may a hotel night cost?")
         assert question.status == "refused"
         assert question.refusal_pages == ["topics/finance/expenses.md", "topics/travel/hotels.md"]
         self.client.force_login(self.bob.user)
