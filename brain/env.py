@@ -43,6 +43,18 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ConfigurationError(f"{name} must be a boolean (1/0, true/false, yes/no, on/off)")
 
 
+def _within(name: str, number: float, minimum: float | None, maximum: float | None) -> None:
+    """Raise naming ``name`` when ``number`` is outside the bounds that are given."""
+
+    def shown(bound: float) -> str:
+        return f"{bound:g}" if isinstance(bound, float) else str(bound)
+
+    if minimum is not None and number < minimum:
+        raise ConfigurationError(f"{name} must be at least {shown(minimum)}")
+    if maximum is not None and number > maximum:
+        raise ConfigurationError(f"{name} must be at most {shown(maximum)}")
+
+
 def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """A decimal integer within ``[minimum, maximum]`` when those are given."""
     value = _raw(name)
@@ -52,10 +64,7 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
         number = int(value)
     except ValueError:
         raise ConfigurationError(f"{name} must be an integer") from None
-    if minimum is not None and number < minimum:
-        raise ConfigurationError(f"{name} must be at least {minimum}")
-    if maximum is not None and number > maximum:
-        raise ConfigurationError(f"{name} must be at most {maximum}")
+    _within(name, number, minimum, maximum)
     return number
 
 
@@ -74,10 +83,7 @@ def env_float(name: str, default: float, *, minimum: float | None = None, maximu
         raise ConfigurationError(f"{name} must be a number") from None
     if not math.isfinite(number):
         raise ConfigurationError(f"{name} must be a finite number")
-    if minimum is not None and number < minimum:
-        raise ConfigurationError(f"{name} must be at least {minimum:g}")
-    if maximum is not None and number > maximum:
-        raise ConfigurationError(f"{name} must be at most {maximum:g}")
+    _within(name, number, minimum, maximum)
     return number
 
 
