@@ -163,16 +163,16 @@ def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[st
         for sentence in _sentences(result.body)[:SENTENCES_PER_CHUNK]:
             candidates.append((order, sentence, result.path + _anchor(result.heading_path), result.title))
     candidates = candidates[:MAX_CANDIDATE_SENTENCES]
+    # Embedded together: the question, each sentence, then each titled sentence (an untitled
+    # page's sentence is not embedded twice; its titled similarity is its bare one).
+    texts = [text] + [sentence for _, sentence, _, _ in candidates]
+    titled_at: list[int] = []
+    for index, (_, sentence, _, title) in enumerate(candidates):
+        if title:
+            texts.append(f"{title}: {sentence}")
+        titled_at.append(len(texts) - 1 if title else index + 1)
     try:
-        vectors = (
-            embeddings.embed(
-                [text]
-                + [sentence for _, sentence, _, _ in candidates]
-                + [f"{title}: {sentence}" if title else sentence for _, sentence, _, title in candidates]
-            )
-            if candidates
-            else None
-        )
+        vectors = embeddings.embed(texts) if candidates else None
     except embeddings.EmbeddingError:
         vectors = None
     scored: list[Scored] = []
@@ -182,7 +182,7 @@ def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[st
             scored.append(Scored(coverage, order, sentence, citation, None))
             continue
         bare = float(vectors[0] @ vectors[index + 1])
-        titled = float(vectors[0] @ vectors[index + 1 + len(candidates)])
+        titled = float(vectors[0] @ vectors[titled_at[index]])
         similarity = (1 - TITLED_SHARE) * bare + TITLED_SHARE * titled
         score = similarity + COVERAGE_WEIGHT * coverage - ORDER_PENALTY * order
         scored.append(Scored(score, order, sentence, citation, similarity))

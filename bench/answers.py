@@ -66,12 +66,14 @@ def evaluate(folder: Path) -> dict[str, Any]:
     for query in queries:
         started = time.perf_counter()
         try:
-            retrieved, scored = scored_sentences(reader, query["text"])
+            _, scored = scored_sentences(reader, query["text"])
         except Refused:
-            retrieved, scored = [], []
+            scored = []
         evidence.append((query["_id"], scored, time.perf_counter() - started))
         judged = qrels.get(query["_id"], {})
-        holds_relevant += any(judged.get(doc_of_path.get(path, ""), 0) > 0 for path in retrieved)
+        # The pages the scored sentences come from (search may return more than the sentence cap reads).
+        evidence_pages = {item.citation.split("#", 1)[0] for item in scored}
+        holds_relevant += any(judged.get(doc_of_path.get(path, ""), 0) > 0 for path in evidence_pages)
         first = next((item.citation.split("#", 1)[0] for item in scored if item.order == 0), "")
         first_relevant += judged.get(doc_of_path.get(first, ""), 0) > 0
     off_topic: list[list[Any]] = []

@@ -123,7 +123,7 @@ def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
 
 
 def env_url(name: str, *, schemes: tuple[str, ...], default: str | None = None) -> str | None:
-    """A URL whose scheme is one of ``schemes`` and which names a host or a socket path."""
+    """A URL whose scheme is one of ``schemes`` and which names a host (or, other than http(s), a socket path)."""
     value = _raw(name)
     if value is None:
         return default
@@ -134,6 +134,9 @@ def env_url(name: str, *, schemes: tuple[str, ...], default: str | None = None) 
     if parts.scheme not in schemes:
         raise ConfigurationError(f"{name} must be a URL with scheme {' or '.join(schemes)}")
     if not parts.netloc and not parts.path:
+        raise ConfigurationError(f"{name} must name a host")
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        # "https:issuer" or "https:///x" parse, but name no server to call.
         raise ConfigurationError(f"{name} must name a host")
     return value
 

@@ -285,7 +285,7 @@ BRAIN_INVITATION_HOURS = env_int("BRAIN_INVITATION_HOURS", 72, minimum=1, maximu
 OIDC_RP_CLIENT_ID = env_str("BRAIN_OIDC_CLIENT_ID") or ""
 BRAIN_OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
 BRAIN_OIDC_LABEL = env_str("BRAIN_OIDC_LABEL") or "Sign in with single sign-on"
-# https; http only for an identity provider on this machine or a private network's test setup.
+# The endpoints: https; http only for an identity provider on this machine or a private network's test setup.
 _OIDC_SCHEMES = ("https", "http")
 if BRAIN_OIDC_ENABLED:
     OIDC_RP_CLIENT_SECRET = env_secret("BRAIN_OIDC_CLIENT_SECRET") or ""
@@ -293,7 +293,9 @@ if BRAIN_OIDC_ENABLED:
     OIDC_OP_TOKEN_ENDPOINT = env_url("BRAIN_OIDC_TOKEN_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
     OIDC_OP_USER_ENDPOINT = env_url("BRAIN_OIDC_USERINFO_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
     OIDC_OP_JWKS_ENDPOINT = env_url("BRAIN_OIDC_JWKS_ENDPOINT", schemes=_OIDC_SCHEMES) or ""
-    OIDC_OP_ISSUER = env_url("BRAIN_OIDC_ISSUER", schemes=_OIDC_SCHEMES) or ""
+    # Compared exactly with the ID token's "iss"; not checked as a URL, since some providers
+    # (Google) have issued tokens whose "iss" is a bare host name.
+    OIDC_OP_ISSUER = env_str("BRAIN_OIDC_ISSUER") or ""
     _missing = [
         name
         for name, value in (

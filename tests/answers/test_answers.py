@@ -186,6 +186,23 @@ class AnswerTests(BrainTestCase):
         body = rest.get(f"/api/v1/questions/{question.pk}", {"wait_seconds": "0"}).json()
         assert body["refusal_pages"] == ["topics/finance/expenses.md", "topics/travel/hotels.md"]
 
+    def test_a_sentence_is_read_bare_and_behind_its_page_title(self) -> None:
+        from answers.services import scored_sentences
+        from brain import embeddings
+
+        publish("topics/travel/hotels.md", title="Hotel nights",
+                body="# Hotel nights\n\n## Nightly cap\n\nThe cap is 180 euros, booked through the travel "
+                     "desk.\n")  # fmt: skip
+        question = "What is the cap for a hotel night?"
+        _, scored = scored_sentences(self.bob, question)
+        mine = next(item for item in scored if item.sentence.startswith("The cap is 180 euros"))
+        asked, bare, titled = embeddings.embed(
+            [question, mine.sentence, f"Hotel nights: {mine.sentence}"]
+        )  # fmt: skip
+        assert mine.similarity == pytest.approx((float(asked @ bare) + float(asked @ titled)) / 2, abs=1e-5)
+        # The title carries what the sentence leaves out ("hotel night"): reading it helps.
+        assert float(asked @ titled) > float(asked @ bare)
+
     def test_the_seed_demo_question_is_answered_from_the_demo_corpus(self) -> None:
         from django.core.management import call_command
 

@@ -10,6 +10,7 @@ malformed value became an unnamed ``ValueError`` traceback.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import runpy
 from pathlib import Path
@@ -26,7 +27,7 @@ MALFORMED = {
     "env_float": ["heavy", "nan", "inf"],
     "env_bool": ["maybe"],
     "env_choice": ["no-such-choice"],
-    "env_url": ["not a url"],
+    "env_url": ["not a url", "https:///no-host"],
     "env_int_map": ["policy:soon", "policy"],
 }
 
@@ -76,28 +77,32 @@ def test_a_malformed_value_stops_the_start_naming_the_variable(
         monkeypatch.setenv(variable, setting)
     monkeypatch.setenv("BRAIN_S3_BUCKET", "brain-media")
     monkeypatch.setenv(name, value)
+    before = dict(os.environ)
     with pytest.raises(ConfigurationError) as refused:
         runpy.run_path(str(SETTINGS), run_name="brain_settings_probe")
+    assert dict(os.environ) == before  # the probe never starts servers or exports anything
     assert name in str(refused.value)
     assert value not in str(refused.value).replace(name, "")
 
 
+def _reads_raw(node: ast.AST) -> bool:
+    return any(
+        isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in {"env_str", "env_secret"}
+        for inner in ast.walk(node)
+    )
+
+
 def test_no_raw_variable_is_parsed_by_hand() -> None:
-    """``int(env_str(...))`` and the like: the variable's name would be lost from the error."""
+    """``int(env_str(...))`` loses the variable's name from the error; ``env_str(...) in ("1",
+    "true")`` silently reads "yes" as off. Typed readers do both jobs with a named error."""
     offenders = []
     for node in ast.walk(ast.parse(SETTINGS.read_text())):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"int", "float"}:
-            for inner in ast.walk(node):
-                if (
-                    isinstance(inner, ast.Call)
-                    and isinstance(inner.func, ast.Name)
-                    and inner.func.id
-                    in {
-                        "env_str",
-                        "env_secret",
-                    }
-                ):
-                    offenders.append(f"line {node.lineno}: {ast.unparse(node)}")
+        converted = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"int", "float"}
+        compared = isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.In, ast.NotIn, ast.Eq, ast.NotEq)) for op in node.ops
+        )
+        if (converted or compared) and _reads_raw(node):
+            offenders.append(f"line {node.lineno}: {ast.unparse(node)}")
     assert not offenders, offenders
 
 
