@@ -19,7 +19,11 @@ TRIGGERS = (
     ("corpus_revisionchunk", "corpus_revisionchunk_livechunk"),
 )
 
-# What the table must hold: every chunk of every page's current revision, with its own vector.
+# What the table must hold: every chunk of every page's current revision (EXPECTED_IDS, what
+# the check compares), with its own vector (EXPECTED, what a rebuild inserts).
+EXPECTED_IDS = """SELECT rc.revision_id, rc.chunk_id
+                    FROM corpus_page p
+                    JOIN corpus_revisionchunk rc ON rc.revision_id = p.current_revision_id"""
 EXPECTED = """SELECT rc.revision_id, rc.chunk_id, c.search_vector
                 FROM corpus_page p
                 JOIN corpus_revisionchunk rc ON rc.revision_id = p.current_revision_id
@@ -53,7 +57,7 @@ def livechunks_check() -> LiveChunkReport:
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""WITH expected AS (SELECT revision_id, chunk_id, count(*) AS n FROM ({EXPECTED}) e GROUP BY 1, 2),
+            f"""WITH expected AS (SELECT revision_id, chunk_id, count(*) AS n FROM ({EXPECTED_IDS}) e GROUP BY 1, 2),
                      present AS (SELECT revision_id, chunk_id, count(*) AS n FROM corpus_livechunk GROUP BY 1, 2)
                 SELECT coalesce(sum(p.n), 0),
                        coalesce(sum(greatest(coalesce(e.n, 0) - coalesce(p.n, 0), 0)), 0),
