@@ -243,9 +243,9 @@ def _page_of(citation: str) -> str:
 def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
     """Answer with the sentences of the top chunks the asker can read that say what was asked.
 
-    Sentences are chosen by meaning (each is embedded and compared with the question) and by
-    coverage (the share of the question's content words it holds), within the chunks search
-    found; a question whose best sentence is not close enough is refused, and so is one that
+    Sentences are chosen by meaning (each is embedded, bare and behind its page's title, and
+    compared with the question) and by coverage (the share of the question's content words it
+    holds), within the chunks search found; a question whose best sentence is not close enough is refused, and so is one that
     several pages answer about equally well (the refusal names them). The answer says it
     is quoted and which setting gives a written one. Without the embedder, coverage alone
     decides (at least ``MIN_SUPPORT`` of the question's words).
