@@ -24,10 +24,8 @@ TRIGGERS = (
 EXPECTED_IDS = """SELECT rc.revision_id, rc.chunk_id
                     FROM corpus_page p
                     JOIN corpus_revisionchunk rc ON rc.revision_id = p.current_revision_id"""
-EXPECTED = """SELECT rc.revision_id, rc.chunk_id, c.search_vector
-                FROM corpus_page p
-                JOIN corpus_revisionchunk rc ON rc.revision_id = p.current_revision_id
-                JOIN corpus_chunk c ON c.id = rc.chunk_id"""
+EXPECTED = f"""SELECT e.revision_id, e.chunk_id, c.search_vector
+                 FROM ({EXPECTED_IDS}) e JOIN corpus_chunk c ON c.id = e.chunk_id"""  # noqa: S608 (constants)
 
 
 @dataclass(frozen=True)
