@@ -570,6 +570,7 @@ def search(
     centroid_weight, second_weight = float(config["PAGE_CENTROID_WEIGHT"]), float(config["PAGE_SECOND_WEIGHT"])
     if centroid_weight < 0 or second_weight < 0:
         raise SearchError("page support weights must not be negative")
+    support = centroid_weight > 0 or second_weight > 0
     if config.get("FUSION_LEVEL", "chunk") not in FUSION_LEVELS:
         raise SearchError(f"fusion level must be one of {', '.join(FUSION_LEVELS)}")
     if not arms or set(arms) - {"semantic", "lexical"}:
@@ -627,14 +628,14 @@ def search(
             exact_pages=int(config["EXACT_PAGES"]),
             exact_fraction=float(config["EXACT_FRACTION"]),
             work_mem=f"{int(config['WORK_MEM_MB'])}MB",
-            page_support=centroid_weight > 0 or second_weight > 0,
+            page_support=support,
         )
         response.timings_ms["database"] = (time.perf_counter() - started) * 1000
         candidates: dict[tuple[str, str], _Candidate] = {}
         arm_counts = {"semantic": 0, "lexical": 0}
         seen_rows: set[tuple[str, str]] = set()
-        for row in rows:
-            arm, chunk_id, raw, rank, coverage, path, title, page_type, page_category, heading_path, body = row[:11]
+        for (arm, chunk_id, raw, rank, coverage, path, title, page_type, page_category, heading_path, body,
+             centroid, second) in rows:  # fmt: skip
             if (arm, chunk_id) not in seen_rows:
                 seen_rows.add((arm, chunk_id))
                 arm_counts[arm] += 1
@@ -646,10 +647,11 @@ def search(
             candidate.raws[arm] = float(raw)
             if arm == "semantic":
                 candidate.similarity = float(raw)
-                candidate.page_support = row[11], row[12]
+                candidate.page_support = centroid, second
             if coverage is not None:
                 candidate.coverage = float(coverage)
-        apply_page_support(candidates, centroid_weight=centroid_weight, second_weight=second_weight)
+        if support:
+            apply_page_support(candidates, centroid_weight=centroid_weight, second_weight=second_weight)
         fused = _fuse(candidates, config, method)
         results: list[tuple[float, _Candidate]] = []
         per_page_count: dict[str, int] = {}
