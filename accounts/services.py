@@ -28,7 +28,7 @@ from corpus.models import Page
 from grants.audit import audit_record
 from grants.models import Member
 from grants.principals import Principal
-from grants.services import member_create, require_administrator
+from grants.services import member_create, refuse_losing_the_last_owner, require_administrator
 from memory.api import export_lines
 from memory.services import api_tokens_revoke_all, inbound_addresses_retire, personal_layer_delete
 from oauth.services import tokens_revoke_all
@@ -177,16 +177,7 @@ class Suspension:
 def _refuse_self_or_last_owner(actor: Principal, member: Member) -> None:
     if isinstance(actor, Member) and actor.pk == member.pk:
         raise ValidationError("you cannot suspend or offboard yourself; ask another administrator")
-    if member.role == Member.Role.OWNER:
-        # Locked, inside the caller's transaction: two administrators suspending the last two
-        # owners at once cannot both pass this check.
-        owners = list(
-            Member.objects.select_for_update()
-            .filter(role=Member.Role.OWNER, is_active=True, user__is_active=True)
-            .values_list("pk", flat=True)
-        )
-        if not [pk for pk in owners if pk != member.pk]:
-            raise ValidationError(f"{member.username} is the last active owner; make someone else owner first")
+    refuse_losing_the_last_owner(member)  # locks the owners inside the caller's transaction
 
 
 def _lock(member: Member) -> Member:

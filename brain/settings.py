@@ -70,7 +70,7 @@ if _base.scheme == "https":
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "brain.admin_site.BrainAdminConfig",  # django.contrib.admin, its lists guarded (brain/admin_site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -6,6 +6,7 @@ The admin shows no page or source content: administering is not content access.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -38,6 +39,16 @@ def admin_actor(request: HttpRequest) -> Principal:
     if getattr(request.user, "is_superuser", False):
         return SYSTEM
     raise ValidationError("your account has no active member row")
+
+
+def integer_pk(object_id: str) -> int | None:
+    """An admin URL's object id as an integer key, or ``None`` (then: not found).
+
+    ASCII digits only, at most 18 (a bigint): ``str.isdigit`` accepts "²" that ``int`` refuses,
+    and ``int`` accepts "١٢" and " 12 " — either way a hostile id became a server error.
+    """
+    raw = unquote(object_id)
+    return int(raw) if re.fullmatch(r"[0-9]{1,18}", raw) else None
 
 
 class AdministratorOnly:
@@ -120,8 +131,21 @@ class MemberForm(forms.ModelForm):
             raise ValidationError("Another member is already linked to this Slack user id.")
         return slack_user_id
 
+    # Who is submitting (set by ``MemberAdmin.get_form``): the role rules depend on it.
+    actor: Principal | None = None
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        role = cleaned.get("role")
+        if self.actor is not None and role:
+            if self.instance.pk is None:
+                refusals = services.member_create_refusals(self.actor, role=role)
+            else:
+                current = Member.objects.select_related("user").get(pk=self.instance.pk)
+                is_active = cleaned.get("is_active", current.is_active)
+                refusals = services.member_change_refusals(self.actor, current, role=role, is_active=is_active)
+            for field, reason in refusals.items():
+                self.add_error(field if field in self.fields else None, reason)
         password = cleaned.get("password")
         if self.instance.pk is None and password and cleaned.get("username"):
             User = get_user_model()
@@ -145,6 +169,11 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # deactivate instead: history keeps pointing at the member
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        """The form, told who submits it, so a refused role change is an error beside the field."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"actor": admin_actor(request)})
 
     def get_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
         if obj is None:
@@ -185,7 +214,8 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
         """The effective permission of this member on a page path, every grant that matched and why."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        member = Member.objects.select_related("user").filter(pk=unquote(object_id)).first()
+        pk = integer_pk(object_id)
+        member = Member.objects.select_related("user").filter(pk=pk).first() if pk is not None else None
         if member is None:
             raise Http404("no such member")
         form = ExplainForm(request.GET or None)

@@ -46,6 +46,9 @@ def member_create(
     require_administrator(actor)
     if role not in Member.Role.values:
         raise ValidationError({"role": f"role must be one of {', '.join(Member.Role.values)}"})
+    refusals = member_create_refusals(actor, role=role)
+    if refusals:
+        raise ValidationError(refusals)
     User = get_user_model()
     with transaction.atomic():
         if User.objects.filter(username=username).exists():
@@ -76,13 +79,76 @@ def member_ensure(*, actor: Principal, user: Any, role: str = Member.Role.MEMBER
     return member
 
 
+ONLY_OWNERS_MAKE_OWNERS = "only an owner can make someone an owner or take the role away"
+
+
+def _may_touch_ownership(actor: Principal) -> bool:
+    """Owners (and the system) give and take the owner role; an admin raising someone above
+    their own role — a confederate who then raises them — would make the role meaningless."""
+    return isinstance(actor, SystemPrincipal) or (isinstance(actor, Member) and actor.role == Member.Role.OWNER)
+
+
+def refuse_losing_the_last_owner(member: Member) -> None:
+    """Raise ``ValidationError`` when ``member`` is the last active owner.
+
+    Call it inside the caller's transaction: the owners' rows are locked, so two administrators
+    demoting or suspending the last two owners at once cannot both pass.
+    """
+    if member.role != Member.Role.OWNER:
+        return
+    owners = (
+        Member.objects.select_for_update()
+        .filter(role=Member.Role.OWNER, is_active=True, user__is_active=True)
+        .values_list("pk", flat=True)
+    )
+    if not [pk for pk in owners if pk != member.pk]:
+        raise ValidationError(f"{member.username} is the last active owner; make someone else owner first")
+
+
+def member_create_refusals(actor: Principal, *, role: str) -> dict[str, str]:
+    """Why ``actor`` may not add a member with ``role`` (field → reason); empty when nothing stops it."""
+    return {"role": ONLY_OWNERS_MAKE_OWNERS} if role == Member.Role.OWNER and not _may_touch_ownership(actor) else {}
+
+
+def member_change_refusals(actor: Principal, member: Member, *, role: str, is_active: bool) -> dict[str, str]:
+    """Why ``actor`` may not give ``member`` this role and active flag (field → reason); empty
+    when nothing stops it. Forms ask first to show the reasons beside the fields;
+    ``member_update`` asks again under its locks."""
+    refusals: dict[str, str] = {}
+    role_changes = role != member.role
+    deactivates = member.is_active and not is_active
+    if not (role_changes or deactivates):
+        return refusals
+    field = "role" if role_changes else "is_active"
+    if isinstance(actor, Member) and actor.pk == member.pk:
+        refusals[field] = "you cannot change your own role or deactivate yourself; ask another administrator"
+        return refusals
+    if role_changes and Member.Role.OWNER in (member.role, role) and not _may_touch_ownership(actor):
+        refusals["role"] = ONLY_OWNERS_MAKE_OWNERS
+        return refusals
+    if member.role == Member.Role.OWNER and (deactivates or role != Member.Role.OWNER):
+        try:
+            refuse_losing_the_last_owner(member)
+        except ValidationError as error:
+            refusals[field] = " ".join(error.messages)
+    return refusals
+
+
 def member_update(*, actor: Principal, member: Member, role: str, is_active: bool, slack_user_id: str | None) -> Member:
-    """Change a member's role, active flag or Slack id."""
+    """Change a member's role, active flag or Slack id.
+
+    Refused (``ValidationError`` naming the field, nothing written) when it would change the
+    actor's own role or deactivate them, give or take the owner role without being an owner,
+    or leave no active owner (``member_change_refusals``).
+    """
     require_administrator(actor)
     if role not in Member.Role.values:
         raise ValidationError({"role": f"role must be one of {', '.join(Member.Role.values)}"})
     with transaction.atomic():
-        locked = Member.objects.select_for_update().get(pk=member.pk)
+        locked = Member.objects.select_for_update().select_related("user").get(pk=member.pk)
+        refusals = member_change_refusals(actor, locked, role=role, is_active=is_active)
+        if refusals:
+            raise ValidationError(refusals)
         changes = {
             key: value
             for key, value in (("role", role), ("is_active", is_active), ("slack_user_id", slack_user_id or None))

@@ -5,19 +5,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from grants.admin import AdministratorOnly, admin_actor
 from memory.models import TeamMemorySettings
-from memory.preferences import team_memory_settings_save
+from memory.preferences import team_memory_settings_save, team_settings_problems
+
+
+class TeamMemorySettingsForm(forms.ModelForm):
+    """The service's own checks, run as the form's: a refused value is an error beside its field."""
+
+    class Meta:
+        model = TeamMemorySettings
+        fields = ["default_workspace", "default_tags", "shared_insights"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        wanted = {field: cleaned[field] for field in ("default_workspace", "default_tags") if field in cleaned}
+        if len(wanted) == 2:
+            for field, problem in team_settings_problems(**wanted).items():
+                self.add_error(field, problem)
+        return cleaned
 
 
 @admin.register(TeamMemorySettings)
 class TeamMemorySettingsAdmin(AdministratorOnly, admin.ModelAdmin):
     """One row: the list page goes straight to it; it can be changed, never added twice or deleted."""
 
+    form = TeamMemorySettingsForm
     fields = ["default_workspace", "default_tags", "shared_insights"]
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:

@@ -87,7 +87,10 @@ def validate_capture(typed: CaptureInput) -> None:
     if len(typed.url) > MAX_URL:
         raise MemoryInvalid(f"url may be at most {MAX_URL} characters")
     if typed.url:
-        parts = urlsplit(typed.url)
+        try:
+            parts = urlsplit(typed.url)
+        except ValueError:  # a bracketed host that is no IPv6 address ("http://[fe80::1")
+            raise MemoryInvalid("url must be an http:// or https:// address") from None
         if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in typed.url):
             raise MemoryInvalid("url must be an http:// or https:// address")
     if len(typed.title) > MAX_TITLE:

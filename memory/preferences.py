@@ -41,6 +41,21 @@ def _tags(value: Any) -> list[str]:
     return parsed.tags
 
 
+def team_settings_problems(*, default_workspace: Any, default_tags: Any) -> dict[str, str]:
+    """What ``team_memory_settings_save`` would refuse in these values (field → reason), so a
+    form can show it beside the field instead of losing what was typed."""
+    problems: dict[str, str] = {}
+    for field, parse, value in (
+        ("default_workspace", _layer, default_workspace),
+        ("default_tags", _tags, default_tags),
+    ):
+        try:
+            parse(value)
+        except MemoryInvalid as error:
+            problems[field] = str(error)
+    return problems
+
+
 def preferences_of(member: Member) -> MemoryPreference:
     """The member's preference row, unsaved with defaults when they never chose anything."""
     return MemoryPreference.objects.filter(member=member).first() or MemoryPreference(member=member)

@@ -116,11 +116,15 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
 @member_view
 def detail(request: HttpRequest, member: Member, memory_id: str) -> HttpResponseBase:
     memory = memory_get(actor=member, memory_id=memory_id)
-    context = {
+    return render(request, "memory/detail.html", _detail_context(member, memory))
+
+
+def _detail_context(member: Member, memory: Memory, typed: dict[str, str] | None = None) -> dict[str, Any]:
+    """The memory page's context; ``typed`` is what a refused edit or update held, shown again."""
+    return {
         "memory": memory, "may_change": _may_change(member, memory), "connections": memory_connections(actor=member, memory_id=memory.pk),
-        "link_types": LinkType.values, "statuses": ["canonical", "draft", "deprecated"],
+        "link_types": LinkType.values, "statuses": ["canonical", "draft", "deprecated"], "typed": typed or {},
     }  # fmt: skip
-    return render(request, "memory/detail.html", context)
 
 
 @require_POST
@@ -129,13 +133,21 @@ def detail(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse
 def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> HttpResponseBase:
     """One change to a memory: edit, append, status, share, link, forget."""
     memory = memory_get(actor=member, memory_id=memory_id)
-    if action == "edit":
-        tags = [tag for tag in request.POST.get("tags", "").split(",") if tag.strip()]
-        memory_update(actor=member, memory_id=memory.pk, content=request.POST.get("content"), tags=tags)
-        messages.success(request, "Saved.")
-    elif action == "append":
-        memory_append(actor=member, memory_id=memory.pk, text=request.POST.get("text", ""))
-        messages.success(request, "Update added.")
+    if action in ("edit", "append"):
+        try:
+            if action == "edit":
+                tags = [tag for tag in request.POST.get("tags", "").split(",") if tag.strip()]
+                memory_update(actor=member, memory_id=memory.pk, content=request.POST.get("content"), tags=tags)
+            else:
+                memory_append(actor=member, memory_id=memory.pk, text=request.POST.get("text", ""))
+        except MemoryInvalid as invalid:
+            # Shown again with what was typed, nothing saved (a refused secret is never echoed:
+            # ``SecretRefused`` goes on to ``member_view``, which redirects).
+            messages.error(request, str(invalid))
+            fields = ("content", "tags") if action == "edit" else ("text",)
+            typed = {"action": action, **{field: request.POST.get(field, "") for field in fields}}
+            return render(request, "memory/detail.html", _detail_context(member, memory, typed), status=400)
+        messages.success(request, "Saved." if action == "edit" else "Update added.")
     elif action == "status":
         memory_set_status(actor=member, memory_id=memory.pk, status=request.POST.get("status", ""))
         messages.success(request, "Status changed.")

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from brain.jobs import enqueue_on_commit
-from grants.admin import AdministratorOnly, admin_actor
+from grants.admin import AdministratorOnly, admin_actor, integer_pk
 from integrations.secrets import storage_problem
 from mirror.models import Mirror
 from mirror.services import mirror_adopt_remote, mirror_save
@@ -57,7 +57,8 @@ class MirrorAdmin(AdministratorOnly, admin.ModelAdmin):
         enqueue_on_commit(mirror_push_task, obj.pk)
 
     def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        mirror = Mirror.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        pk = integer_pk(object_id)
+        mirror = Mirror.objects.filter(pk=pk).first() if pk is not None else None
         if mirror is not None and request.method == "GET":
             if mirror.state == Mirror.State.MOVED:
                 messages.warning(

@@ -26,6 +26,7 @@ from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
 )
+from oauthlib.common import urldecode
 
 from brain.client_ip import client_ip
 from brain.inputs import InputRefused, parse_json
@@ -53,6 +54,13 @@ class ConsentView(AuthorizationView):
         # refuse before any code can be minted, on GET and on POST alike.
         if request.user.is_authenticated and principal_for_user(request.user) is None:
             return render(request, "oauth/refused.html", status=403)
+        try:
+            # oauthlib re-reads the query string itself and raises on what Django tolerates
+            # ("%zz"): refuse it here, as a bad request, before it becomes a server error.
+            urldecode(urlsplit(request.get_full_path()).query)
+        except ValueError:
+            reason = "the address's query string is not valid URL encoding"
+            return render(request, "oauth/refused.html", {"reason": reason}, status=400)
         if request.method == "GET":
             refusal = resource_refusal(request.GET.getlist("resource"))
             if refusal is not None:

@@ -2,7 +2,9 @@
 
 Enumerated from the admin site's registry, so a model registered tomorrow is covered the day it
 is added: each add form is posted empty and with every field set to each hostile value, each
-changelist is opened with hostile search, ordering, paging and filter parameters — with and
+changelist is opened with hostile search, ordering, paging and filter parameters (and, as a
+superuser, with every date field filtered by an impossible year), every bulk action is posted
+with a selection that is no key, and every object page with an id that is no number — with and
 without the secrets key configured (an operator who has not set one must see a message).
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin import helpers
+from django.db import models
 from django.test import RequestFactory, override_settings
 
 from tests.base import BrainTestCase
@@ -107,3 +111,88 @@ class AdminSurfaceTests(BrainTestCase):
                 opened += 1
         assert not failures, "\n".join(failures)
         assert opened >= len(CHANGELIST_PARAMS)
+
+
+IMPOSSIBLE_YEARS = ["99999", "0", "-5", "abc", "²", "1e4", "2026,99999"]
+NOT_KEYS = ["abc", "²", "1.5", "-", "x" * 300]
+
+
+class AdminEdgesAsSuperuserTests(BrainTestCase):
+    """What only a superuser reaches too: the packages' lists (axes, oauth2_provider) and actions."""
+
+    def setUp(self) -> None:
+        user = self.charlie.user
+        user.is_superuser = True
+        user.save(update_fields=["is_superuser"])
+        self.client.force_login(user)
+        self.client.raise_request_exception = False
+
+    def test_every_date_field_takes_an_impossible_year_without_a_500(self) -> None:
+        failures, tried = [], 0
+        for prefix, model_admin in registered():
+            dates = [f.name for f in model_admin.model._meta.get_fields() if isinstance(f, models.DateField)]
+            for field in dates:
+                for lookup in ("year", "iso_year", "year__gte"):
+                    for year in IMPOSSIBLE_YEARS:
+                        response = self.client.get(prefix, {f"{field}__{lookup}": year})
+                        tried += 1
+                        if response.status_code >= 500:
+                            failures.append(f"{prefix}?{field}__{lookup}={year}")
+        assert not failures, "\n".join(failures)
+        assert tried > 50
+
+    def test_an_impossible_year_is_removed_with_a_message(self) -> None:
+        response = self.client.get("/admin/grants/group/", {"created_at__year": "99999", "q": "x"}, follow=True)
+        assert response.status_code == 200
+        assert response.redirect_chain[0][0] == "/admin/grants/group/?q=x"
+        assert "A year must be a whole number" in response.content.decode()
+        # A possible year is left alone and filters.
+        response = self.client.get("/admin/grants/group/", {"created_at__year": "2026"})
+        assert response.status_code == 200
+        assert "A year must be a whole number" not in response.content.decode()
+
+    def test_every_action_takes_a_selection_that_is_no_key_without_a_500(self) -> None:
+        failures, tried = [], 0
+        request = RequestFactory().get("/")
+        request.user = self.charlie.user
+        for prefix, model_admin in registered():
+            for action in model_admin.get_actions(request):
+                for value in NOT_KEYS:
+                    data = {"action": action, helpers.ACTION_CHECKBOX_NAME: [value], "index": "0"}
+                    response = self.client.post(prefix, data)
+                    tried += 1
+                    if response.status_code >= 500:
+                        failures.append(f"{prefix} action={action} selected={value[:20]!r}")
+        assert not failures, "\n".join(failures)
+        assert tried >= len(NOT_KEYS) * 4
+
+    def test_every_object_page_takes_an_id_that_is_no_number(self) -> None:
+        failures = []
+        for prefix, _ in registered():
+            for suffix in ("change/", "delete/", "history/", "explain/"):
+                for value in ("abc", "%C2%B2", "%D9%A3", "%E2%80%AE", "9" * 40):
+                    response = self.client.get(f"{prefix}{value}/{suffix}")
+                    if response.status_code >= 500:
+                        failures.append(f"{prefix}{value}/{suffix}")
+        assert not failures, "\n".join(failures)
+
+    def test_the_sign_in_attempts_clean_up_works(self) -> None:
+        import datetime as dt
+
+        from axes.models import AccessAttempt
+        from django.utils import timezone
+
+        old = AccessAttempt.objects.create(
+            username="mallory", ip_address="192.0.2.1", user_agent="x", failures_since_start=3,
+            get_data="", post_data="", http_accept="", path_info="/login/",
+        )  # fmt: skip
+        AccessAttempt.objects.filter(pk=old.pk).update(attempt_time=timezone.now() - dt.timedelta(days=2))
+        fresh = AccessAttempt.objects.create(
+            username="trudy", ip_address="192.0.2.2", user_agent="x", failures_since_start=1,
+            get_data="", post_data="", http_accept="", path_info="/login/",
+        )  # fmt: skip
+        data = {"action": "cleanup_expired_attempts", helpers.ACTION_CHECKBOX_NAME: [str(fresh.pk)], "index": "0"}
+        response = self.client.post("/admin/axes/accessattempt/", data, follow=True)
+        assert response.status_code == 200
+        assert "Cleaned up 1 expired access attempts" in response.content.decode()
+        assert list(AccessAttempt.objects.values_list("username", flat=True)) == ["trudy"]

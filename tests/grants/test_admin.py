@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 
 from corpus.models import Chunk, Page, Revision, Source
 from grants.models import AuditEvent, Grant, Member
 from grants.principals import SYSTEM
-from grants.services import member_update
+from grants.services import member_create, member_update
 from tests.base import BrainTestCase
 
 
@@ -118,6 +120,64 @@ class MemberAddTests(BrainTestCase):
         assert self.bob.role == "admin"
         # Active is not a field any more: suspension (which revokes credentials) is its own action.
         assert self.bob.is_active
+
+
+class RoleRuleTests(BrainTestCase):
+    """Roles change through ``member_update`` only, under three rules, shown beside the field."""
+
+    def setUp(self) -> None:
+        self.olivia = member_create(actor=SYSTEM, username="olivia", role="owner", password="pw-olivia-123")
+
+    def change(self, actor: Member, member: Member, role: str) -> Any:
+        self.client.force_login(actor.user)
+        return self.client.post(f"/admin/grants/member/{member.pk}/change/", {"role": role, "slack_user_id": ""})
+
+    def test_the_last_owner_cannot_be_demoted_or_deactivated(self) -> None:
+        with pytest.raises(ValidationError, match="last active owner"):
+            member_update(actor=SYSTEM, member=self.olivia, role="admin", is_active=True, slack_user_id=None)
+        with pytest.raises(ValidationError, match="last active owner"):
+            member_update(actor=SYSTEM, member=self.olivia, role="owner", is_active=False, slack_user_id=None)
+        second = member_create(actor=SYSTEM, username="oscar", role="owner")
+        response = self.change(second, self.olivia, "member")  # another owner remains: allowed
+        assert response.status_code == 302
+        response = self.change(self.charlie, second, "member")
+        assert response.status_code == 200
+        assert "only an owner can" in response.content.decode()
+        self.olivia.refresh_from_db()
+        assert self.olivia.role == "member"
+        assert Member.objects.get(pk=second.pk).role == "owner"
+
+    def test_an_owner_cannot_demote_themselves_and_sees_why(self) -> None:
+        response = self.change(self.olivia, self.olivia, "member")
+        assert response.status_code == 200
+        assert "your own role" in response.content.decode()
+        assert Member.objects.get(pk=self.olivia.pk).role == "owner"
+
+    def test_an_administrator_cannot_change_their_own_role(self) -> None:
+        response = self.change(self.charlie, self.charlie, "member")
+        assert response.status_code == 200
+        assert "your own role" in response.content.decode()
+        assert Member.objects.get(pk=self.charlie.pk).role == "admin"
+        assert not AuditEvent.objects.filter(action="member.update", target="charlie").exists()
+
+    def test_only_an_owner_gives_or_takes_the_owner_role(self) -> None:
+        response = self.change(self.charlie, self.bob, "owner")
+        assert response.status_code == 200
+        assert "only an owner can" in response.content.decode()
+        assert Member.objects.get(pk=self.bob.pk).role == "member"
+        with pytest.raises(ValidationError, match="only an owner"):
+            member_create(actor=self.charlie, username="eve", role="owner")
+        assert not Member.objects.filter(user__username="eve").exists()
+        response = self.client.post(
+            "/admin/grants/member/add/", {"username": "eve", "role": "owner", "password": "", "slack_user_id": ""}
+        )
+        assert response.status_code == 200
+        assert "only an owner can" in response.content.decode()
+        # An owner may; and an administrator still changes the other roles.
+        assert self.change(self.olivia, self.bob, "owner").status_code == 302
+        assert Member.objects.get(pk=self.bob.pk).role == "owner"
+        assert self.change(self.charlie, self.alice, "admin").status_code == 302
+        assert Member.objects.get(pk=self.alice.pk).role == "admin"
 
 
 class PasswordSetByAdministratorTests(BrainTestCase):

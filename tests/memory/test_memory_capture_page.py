@@ -80,6 +80,8 @@ class CapturePageTests(TestCase):
             "javascript:alert(1)": "url must be an http:// or https:// address",
             "ftp://files.example.com/a": "url must be an http:// or https:// address",
             "https://" + "a" * 2000: "url may be at most 2000 characters",
+            "http://[fe80::1": "url must be an http:// or https:// address",
+            "https://[notanip]/x": "url must be an http:// or https:// address",
         }
         for url, message in cases.items():
             status, _, html = self.post(url=url, selection="A note worth keeping.")

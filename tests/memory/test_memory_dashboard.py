@@ -38,6 +38,23 @@ class DashboardTests(TestCase):
         self.client.post(f"/memory/{memory.pk}/forget")
         assert not Memory.objects.filter(pk=memory.pk).exists()
 
+    def test_a_refused_edit_or_update_is_shown_again_with_what_was_typed(self) -> None:
+        memory = memory_remember(actor=self.alice, content="Standups are at 9:30.", workspace="personal").memory
+        self.client.force_login(self.alice.user)
+        long = "A very long rewrite. " * 1000  # over the 20,000 characters a memory may hold
+        refused = self.client.post(f"/memory/{memory.pk}/edit", {"content": long, "tags": "ops, later"})
+        assert refused.status_code == 400
+        html = refused.content.decode()
+        assert "at most 20000 characters" in html
+        assert long.strip() in html  # the textarea holds the rewrite, not the stored text
+        assert 'value="ops, later"' in html
+        assert "<details open>" in html
+        refused = self.client.post(f"/memory/{memory.pk}/append", {"text": "x" * 20_001})
+        assert refused.status_code == 400
+        assert 'value="' + "x" * 20_001 + '"' in refused.content.decode()
+        memory.refresh_from_db()
+        assert (memory.content, memory.tags) == ("Standups are at 9:30.", [])
+
     def test_a_personal_memory_is_a_404_for_everyone_else_and_admins_cannot_read_it(self) -> None:
         secret = memory_remember(actor=self.alice, content="My passport expires in May.").memory
         for other in (self.bob, self.charlie):

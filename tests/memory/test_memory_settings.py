@@ -103,5 +103,18 @@ class CaptureDefaultsTests(TestCase):
         row = TeamMemorySettings.objects.get()
         assert (row.default_workspace, row.default_tags) == ("personal", ["kb"])
         assert AuditEvent.objects.filter(action="memory.team_settings").count() == 1
+        # A refused value is an error beside its field, the form keeps what was typed, nothing saved.
+        refused = {
+            "default_workspace": "company",
+            "default_tags": "onboarding,status:canonical",
+            "shared_insights": "on",
+        }
+        response = self.client.post("/admin/memory/teammemorysettings/1/change/", refused)
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "a default tag cannot set a status" in html
+        assert "onboarding,status:canonical" in html
+        assert TeamMemorySettings.objects.get().default_tags == ["kb"]
+        assert AuditEvent.objects.filter(action="memory.team_settings").count() == 1
         self.client.force_login(self.bob.user)
         assert self.client.get("/admin/memory/teammemorysettings/1/change/").status_code in (302, 403)

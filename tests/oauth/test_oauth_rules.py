@@ -49,6 +49,17 @@ class OAuthRuleTests(TestCase):
         assert response.status_code == 201, response.content
         return dict(response.json())
 
+    def test_a_query_string_that_is_not_url_encoding_is_a_bad_request(self) -> None:
+        client_id = self.register()["client_id"]
+        for tail in ("&x=%zz", "&x=%%%", "&state=%e%"):
+            query = f"/oauth/authorize/?response_type=code&client_id={client_id}{tail}"
+            self.client.logout()
+            assert self.client.get(query).status_code == 400  # signed out too: no sign-in detour to a 500
+            self.client.force_login(self.alice.user)
+            for answer in (self.client.get(query), self.client.post(query, {"allow": "Authorize"})):
+                assert answer.status_code == 400
+                assert "not valid URL encoding" in answer.content.decode()
+
     def test_client_metadata_holding_a_secret_is_refused_on_register_and_update(self) -> None:
         key = "AKIA" + "QYLPMN5HHHFPZAM2"
         body = {"client_name": f"Agent {key}", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}

@@ -1,0 +1,101 @@
+"""The Django admin site, with two edges of every model's list held before the list runs.
+
+Django's change list turns a bad filter into its "?e=1" notice, but only when the error is
+raised while the filter is built. Two hostile inputs fail later, as server errors, on every
+registered list (ours and the packages': axes, oauth2_provider):
+
+- a year outside 1–9999 (``?created_at__year=99999``, ``__iso_year``): the bounds are computed
+  when the SQL is compiled, after the change list caught what it catches (the list comes back
+  without that filter, and a message says why);
+- a bulk action whose selection is not a key (``_selected_action=abc``): the action's
+  ``filter(pk__in=…)`` converts it (the list comes back, nothing changed, with a message).
+
+``BrainAdminSite`` checks both in front of each model's change list; it is the default site
+(``BrainAdminConfig``, below), so ``admin.site`` is this site wherever a package registers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.apps import AdminConfig
+from django.core.exceptions import ValidationError
+from django.db.models.constants import LOOKUP_SEP
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+
+View = TypeVar("View", bound=Callable[..., Any])
+
+YEAR_LOOKUPS = {"year", "iso_year"}  # the lookups whose bounds Django computes from the value
+LOWEST_YEAR, HIGHEST_YEAR = 1, 9999  # Python's datetime range
+
+
+def years_out_of_range(params: QueryDict) -> list[str]:
+    """The query string's filters by a year that is not a whole number in 1–9999 (their keys)."""
+    bad: list[str] = []
+    for key, values in params.lists():
+        if not YEAR_LOOKUPS.intersection(key.split(LOOKUP_SEP)[1:]):
+            continue
+        for value in values:
+            for item in value.split(",") if key.endswith(("__in", "__range")) else [value]:
+                item = item.strip()
+                if not (re.fullmatch(r"[0-9]{1,4}", item) and LOWEST_YEAR <= int(item) <= HIGHEST_YEAR):
+                    bad.append(key)
+    return sorted(set(bad))
+
+
+def selection_invalid(model_admin: admin.ModelAdmin[Any], request: HttpRequest) -> bool:
+    """Whether a bulk action's selection holds a value that is not a key of the list's model."""
+    if request.method != "POST" or "action" not in request.POST:
+        return False
+    key = model_admin.model._meta.pk
+    for value in request.POST.getlist(helpers.ACTION_CHECKBOX_NAME):
+        try:
+            key.get_prep_value(key.to_python(value))
+        except (ValidationError, ValueError, TypeError, OverflowError):
+            return True
+    return False
+
+
+def guarded_changelist(
+    model_admin: admin.ModelAdmin[Any], view: Callable[..., HttpResponse]
+) -> Callable[..., HttpResponse]:
+    """``view`` (a model's change list) behind the two checks above."""
+
+    def changelist(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        bad_years = years_out_of_range(request.GET)
+        if bad_years:
+            # The list without those filters, and why: a year Python cannot hold filters nothing.
+            kept = request.GET.copy()
+            for key in bad_years:
+                del kept[key]
+            messages.warning(request, f"A year must be a whole number from {LOWEST_YEAR} to {HIGHEST_YEAR}; "
+                                      f"that filter was removed.")  # fmt: skip
+            return HttpResponseRedirect(f"{request.path}?{kept.urlencode()}" if kept else request.path)
+        if selection_invalid(model_admin, request):
+            messages.warning(request, "The selection names an item that does not exist; nothing was changed.")
+            return HttpResponseRedirect(request.get_full_path())
+        return view(request, *args, **kwargs)
+
+    return changelist
+
+
+class BrainAdminSite(admin.AdminSite):
+    """The admin site: every model's change list is guarded (see the module's docstring)."""
+
+    def admin_view(self, view: View, cacheable: bool = False) -> View:
+        model_admin = getattr(view, "__self__", None)
+        if isinstance(model_admin, admin.ModelAdmin) and getattr(view, "__name__", "") == "changelist_view":
+            view = cast(View, guarded_changelist(model_admin, view))
+        return super().admin_view(view, cacheable)
+
+
+class BrainAdminConfig(AdminConfig):
+    """``django.contrib.admin`` with ``BrainAdminSite`` as its default site (in INSTALLED_APPS
+    in the admin's place; here, not in ``brain.apps``, where a second app config would make
+    Django unsure which one is the ``brain`` app's)."""
+
+    default_site = "brain.admin_site.BrainAdminSite"
