@@ -14,10 +14,9 @@ from brain.callers import MCP_PATH, MEMORY_API_PATH, REST_API_PATH
 
 __all__ = ["MCP_PATH", "MEMORY_API_PATH", "REST_API_PATH", "mcp_resource", "provider_settings"]
 SCOPES = {
-    # A consent sentence states everything its scope allows: tagging is the one write here.
-    "corpus:read": (
-        "Read and search the pages and sources you can read yourself, and tag sources you may suggest changes to"
-    ),
+    # A consent sentence states everything its scope allows (corpus:read writes nothing: tagging
+    # a source is sources:write, on MCP as on REST).
+    "corpus:read": "Read and search the pages and sources you can read yourself",
     "memory": "Recall and record your own memories and the team's shared ones",
     "sources:write": "Upload documents and tag sources, as you",
     "builds:write": "Open builds and propose page changes for a person to review, as you",

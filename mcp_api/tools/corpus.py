@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from brain.callers import PERSON, SCOPE_SOURCES_WRITE
 from corpus.models import Source
 from corpus.search import search
 from corpus.selectors import (
@@ -243,5 +244,8 @@ CORPUS_TOOLS: tuple[Tool, ...] = (
     Tool("list_sources", "List captures (source documents) you can see.", ListSourcesArgs, SourceList, list_sources),
     Tool("search_sources", "Full-text search over captures you can see.", SearchSourcesArgs, SourceList, search_sources, rate_class="search"),
     Tool("read_source", "Read a capture's text and metadata.", SourceArgs, SourceOut, read_source),
-    Tool("tag_source", "Add or remove tags on a capture (needs suggest on it).", TagArgs, TagsOut, tag_source, read_only=False),
+    # A write to a live capture, as REST's ``sources.write``: a person holding sources:write
+    # (not a read-only token, not a build credential, whose writes wait for a review).
+    Tool("tag_source", "Add or remove tags on a capture (needs suggest on it).", TagArgs, TagsOut, tag_source,
+         read_only=False, kinds=frozenset({PERSON}), scopes=frozenset({SCOPE_SOURCES_WRITE})),
 )  # fmt: skip

@@ -153,3 +153,70 @@ class ScopeMatrixTests(BrainTestCase):
         assert not reaches("build", "GET", "/api/v1/memories")
         # An OAuth token bound to the MCP resource is not a REST token, whatever its scopes.
         assert not reaches("oauth all scopes for /api/mcp", "GET", "/api/v1/pages")
+
+
+# Each MCP tool a person or a build reaches, and the REST surface doing the same thing: the
+# tool must ask no less of its caller. A tool added tomorrow without a row here fails below.
+TOOL_SURFACES = {
+    **dict.fromkeys(("find_page", "read_page", "page_relationships"), "pages.read"),
+    "search": "search",
+    "read_figure": "figures.read",
+    **dict.fromkeys(("list_sources", "search_sources", "read_source"), "sources.read"),
+    "tag_source": "sources.write",
+    **dict.fromkeys(
+        (
+            "remember",
+            "append",
+            "update",
+            "recall",
+            "list_recent",
+            "list_teams",
+            "get",
+            "forget",
+            "set_status",
+            "link",
+            "unlink",
+            "connections",
+            "share",
+            "get_prompt_capsule",
+        ),
+        "memory",
+    ),
+    **dict.fromkeys(("ask", "await_answer"), "questions"),
+    # The build's own branch, on its own endpoint.
+    **dict.fromkeys(
+        (
+            "read_branch",
+            "read_draft",
+            "write_page",
+            "delete_page",
+            "move_page",
+            "record_capture",
+            "record_figure",
+            "link_pages",
+            "unlink_pages",
+            "diff_page",
+            "validate_page",
+            "submit_for_review",
+        ),
+        "mcp.build",
+    ),
+}
+
+
+class ToolSurfaceTests(BrainTestCase):
+    def test_every_mcp_tool_asks_what_its_rest_twin_asks(self) -> None:
+        from mcp_api.tools import CATALOGUE
+
+        unmapped = sorted(tool.name for tool in CATALOGUE if tool.name not in TOOL_SURFACES)
+        assert not unmapped, f"map these tools to the REST surface doing the same: {unmapped}"
+        for tool in CATALOGUE:
+            surface = SURFACES[TOOL_SURFACES[tool.name]]
+            with self.subTest(tool=tool.name):
+                # Every kind that may call the tool may use the REST twin (mcp.person admits
+                # people and question credentials at the endpoint; the twin decides the rest).
+                assert tool.kinds <= surface.kinds, (tool.name, sorted(tool.kinds - surface.kinds))
+                if "person" in tool.kinds and surface.scope is not None:
+                    assert tool.scopes == {surface.scope}, (tool.name, sorted(tool.scopes), surface.scope)
+                if "person" in tool.kinds and not tool.read_only:  # a person's read-only token writes nothing
+                    assert tool.scopes != {"corpus:read"} or surface.scope == "corpus:read", tool.name

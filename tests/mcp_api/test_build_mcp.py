@@ -25,7 +25,7 @@ BRANCH_TOOLS = {
 }  # fmt: skip
 READ_TOOLS = {
     "find_page", "read_page", "search", "read_figure", "page_relationships", "list_sources", "search_sources",
-    "read_source", "tag_source",
+    "read_source",
 }  # fmt: skip
 
 
@@ -48,14 +48,14 @@ class BuildMcpTests(LiveServerTestCase):
     def run_client(self, work: Any, mode: str = "legacy") -> Any:
         return asyncio.run(self._session(mode, work))
 
-    def test_a_build_credential_sees_exactly_21_tools_in_both_modes(self) -> None:
+    def test_a_build_credential_sees_exactly_20_tools_in_both_modes(self) -> None:
         async def names(client: Client) -> set[str]:
             return {tool.name for tool in (await client.list_tools()).tools}
 
         for mode in ("legacy", "auto"):
             with self.subTest(mode=mode):
                 assert self.run_client(names, mode) == READ_TOOLS | BRANCH_TOOLS
-        assert sum(1 for tool in CATALOGUE if "build" in tool.kinds) == 21
+        assert sum(1 for tool in CATALOGUE if "build" in tool.kinds) == 20
 
     def test_write_read_diff_and_submit_end_to_end(self) -> None:
         async def work(client: Client) -> dict[str, Any]:

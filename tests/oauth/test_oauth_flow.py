@@ -32,7 +32,7 @@ from tests.base import DISCOUNT_POLICY, publish
 
 READ_TOOLS = {
     "find_page", "read_page", "search", "read_figure", "page_relationships", "list_sources", "search_sources",
-    "read_source", "tag_source",
+    "read_source",
 }  # fmt: skip
 REDIRECT_URI = "http://127.0.0.1:33418/callback"
 
