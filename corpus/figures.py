@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -26,6 +26,27 @@ def figure_source(*, actor: Principal, source_key: str | None, branch_sources: f
     return Source.objects.visible_to(actor, "read").get(key=source_key)
 
 
+# Figure.value is numeric(24, 6): 18 digits before the point, 6 after.
+FIGURE_PLACES = Decimal("0.000001")
+FIGURE_LIMIT = Decimal(10) ** 18
+
+
+def _storable(number: Decimal) -> tuple[Decimal, str]:
+    """(the number rounded to the 6 places a figure keeps, what is wrong or "").
+
+    Checked here, not left to PostgreSQL: a value beyond the column was an unhandled error at
+    record time, or — held on a build for a page not yet live — at the approver's promotion;
+    and ``1E-999999`` written out in full is a million characters.
+    """
+    if number.adjusted() >= 18:
+        return Decimal(0), "value must be less than 10^18 in magnitude"
+    context = Context(prec=40, rounding=ROUND_HALF_EVEN)
+    rounded = number.quantize(FIGURE_PLACES, context=context)
+    if abs(rounded) >= FIGURE_LIMIT:
+        return Decimal(0), "value must be less than 10^18 in magnitude"
+    return rounded.normalize(context=context), ""  # "14", not "14.000000", where it is shown as typed
+
+
 def figure_check(*, actor: Principal, page_path: str, key: str, value: object, unit: str = "") -> Decimal:
     """The value as a number, once key, value and unit are well formed and hold no secret
     (``ValidationError`` naming each bad field; ``SecretRefused``). No permission check."""
@@ -39,6 +60,10 @@ def figure_check(*, actor: Principal, page_path: str, key: str, value: object, u
     except (InvalidOperation, ValueError):
         errors["value"] = "value must be a finite number"
         number = Decimal(0)
+    else:
+        number, problem = _storable(number)
+        if problem:
+            errors["value"] = problem
     if len(unit) > 32:
         errors["unit"] = "unit is at most 32 characters"
     if errors:

@@ -140,3 +140,35 @@ class FigureOnANewPageTests(BrainTestCase):
         with pytest.raises(ValidationError) as caught:
             build_record_figure(build=self.build, page_path=path, key="Bad Key", value="NaN", as_of=dt.date(2026, 1, 1))
         assert set(caught.value.message_dict) == {"key", "value"}
+
+    def test_a_value_beyond_what_a_figure_keeps_is_named_and_the_rest_rounded(self) -> None:
+        import datetime as dt
+
+        import pytest
+        from django.core.exceptions import ValidationError
+
+        from builds.services import build_record_figure
+        from corpus.figures import figure_record
+        from corpus.models import Figure
+
+        path = "topics/pricing/seat-price.md"
+        build_write_page(build=self.build, path=path, markdown=page_markdown(title="Seat price"))
+        # Held for a page new in this build, a value too large once broke the approver's promotion.
+        for value in ("1" * 30, "1E+999999", "-1E18", "999999999999999999.9999999"):
+            with pytest.raises(ValidationError, match="less than 10\\^18") as caught:
+                build_record_figure(build=self.build, page_path=path, key="arr", value=value, as_of=dt.date(2026, 1, 1))
+            assert set(caught.value.message_dict) == {"value"}
+        build_record_figure(build=self.build, page_path=path, key="tiny", value="1E-999999", as_of=dt.date(2026, 1, 1))
+        build_record_figure(build=self.build, page_path=path, key="rate", value=0.1 + 0.2, as_of=dt.date(2026, 1, 1))
+        build_record_figure(build=self.build, page_path=path, key="big", value="999999999999999999.25",
+                            as_of=dt.date(2026, 1, 1))  # fmt: skip
+        build_submit(actor=self.alice, build=self.build)
+        build_promote(actor=self.erin, build=self.build)
+        values = dict(Figure.objects.filter(page__path=path).values_list("key", "value"))
+        assert {key: str(value) for key, value in values.items()} == {
+            "tiny": "0.000000", "rate": "0.300000", "big": "999999999999999999.250000",
+        }  # fmt: skip
+        # On a live page too: a clear error, not a database error.
+        grant_issue(actor=SYSTEM, member=self.alice, path=path, permission="suggest")
+        with pytest.raises(ValidationError, match="less than 10\\^18"):
+            figure_record(actor=self.alice, page_path=path, key="arr", value="1" * 30, as_of=dt.date(2026, 1, 1))
