@@ -6,9 +6,11 @@ Two pieces, one rule each:
   a NUL or another C0 control character (PostgreSQL text cannot hold NUL, and no identifier
   of ours contains a control character), and a body whose declared size is over the limit
   for its kind — 413, never Django's generic 400, and before a byte of it is read.
-- ``parse_json`` is the one JSON parser for request bodies: nesting is bounded (the C
+- ``parse_json`` is the one JSON parser for request bodies (REST's too, through
+  ``brain.rest_parsers.StrictJSONParser``): nesting is bounded (the C
   parser's RecursionError, then one iterative walk), NaN/Infinity and numbers that overflow
-  to infinity are refused, and a NUL in any string is refused naming where it is.
+  to infinity are refused, and text no database can store — a NUL, or a lone UTF-16
+  surrogate (``"\ud800"`` is valid JSON but no character) — is refused naming where it is.
 
 Both raise or answer ``InputRefused``'s message, which names what is wrong and never echoes
 the input.
@@ -82,14 +84,29 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _walk(value: Any, where: str, *, max_depth: int | None, check_nul: bool) -> None:
-    """One iterative pass over a parsed body: nesting within ``max_depth``, no NUL in any string."""
+# What PostgreSQL text cannot hold: NUL, and lone surrogates (UTF-8 cannot encode them; the
+# database driver raised UnicodeEncodeError, a 500, on every text field a JSON body reached).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _unstorable(text: str) -> str | None:
+    """What in ``text`` cannot be stored, in words, or None."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "a NUL character" if found.group() == "\x00" else "a lone UTF-16 surrogate (not a character)"
+
+
+def _walk(value: Any, where: str, *, max_depth: int | None, check_text: bool) -> None:
+    """One iterative pass over a parsed body: nesting within ``max_depth``, and (``check_text``)
+    no string or key holding text that cannot be stored."""
     stack: list[tuple[Any, str, int]] = [(value, where, 1)]
     while stack:
         item, at, depth = stack.pop()
         if isinstance(item, str):
-            if check_nul and "\x00" in item:
-                raise InputRefused(f"{at} contains a NUL character")
+            problem = _unstorable(item) if check_text else None
+            if problem:
+                raise InputRefused(f"{at} contains {problem}")
             continue
         if not isinstance(item, dict | list):
             continue
@@ -97,25 +114,28 @@ def _walk(value: Any, where: str, *, max_depth: int | None, check_nul: bool) -> 
             raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep")
         if isinstance(item, dict):
             for key, child in item.items():
-                if check_nul and "\x00" in key:
-                    raise InputRefused(f"a key in {at} contains a NUL character")
+                problem = _unstorable(key) if check_text else None
+                if problem:
+                    raise InputRefused(f"a key in {at} contains {problem}")
                 stack.append((child, f"{at}.{key}" if at else str(key), depth + 1))
         else:
             stack.extend((child, f"{at}[{index}]", depth + 1) for index, child in enumerate(item))
 
 
-def refuse_nul(value: Any, where: str) -> None:
-    """``InputRefused`` naming the first string (or key) inside ``value`` that holds a NUL."""
-    _walk(value, where, max_depth=None, check_nul=True)
+def refuse_unstorable(value: Any, where: str) -> None:
+    """``InputRefused`` naming the first string (or key) inside ``value`` holding a NUL or a
+    lone surrogate."""
+    _walk(value, where, max_depth=None, check_text=True)
 
 
-def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str = "", check_nul: bool = True) -> Any:
+def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str = "", check_text: bool = True) -> Any:
     """Parse a request body; ``InputRefused`` names what is wrong (never a traceback).
 
     The C parser runs first: it fails fast on broken JSON and raises RecursionError on deep
     nesting long before the stack is at risk; one iterative walk then bounds the depth and
-    finds NULs. ``check_nul=False`` leaves the NUL check to the caller (``refuse_nul``), which
-    can then answer in its own protocol — MCP names the parameter in a JSON-RPC error.
+    finds NULs and lone surrogates. ``check_text=False`` leaves that check to the caller
+    (``refuse_unstorable``), which can then answer in its own protocol — MCP names the
+    parameter in a JSON-RPC error.
     """
     try:
         raw = body.decode("utf-8") if isinstance(body, bytes) else body
@@ -129,7 +149,7 @@ def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str
         raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep") from None
     except ValueError:
         raise InputRefused("the body is not valid JSON", code="not_json") from None
-    _walk(value, where or "the body", max_depth=max_depth, check_nul=check_nul)
+    _walk(value, where or "the body", max_depth=max_depth, check_text=check_text)
     return value
 
 

@@ -590,7 +590,7 @@ SPECTACULAR_SETTINGS = {
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "brain.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "api.schema.ToolSchema",
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["brain.rest_parsers.StrictJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -19,7 +19,7 @@ from pydantic import ValidationError as ArgsInvalid
 import brain
 from brain import ratelimit
 from brain.domain import DATABASE_UNAVAILABLE, problem_for
-from brain.inputs import InputRefused, refuse_nul
+from brain.inputs import InputRefused, refuse_unstorable
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
 from mcp_api.base import Caller
@@ -76,7 +76,7 @@ def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | Non
     if not isinstance(params, dict):
         return error(message_id, INVALID_PARAMS, "params must be an object")
     try:
-        refuse_nul(params, "params")
+        refuse_unstorable(params, "params")
     except InputRefused as refused:
         return error(message_id, INVALID_PARAMS, f"Invalid params: {refused}")
     if method == "initialize":

@@ -110,7 +110,7 @@ def _endpoint(
             too_large = f"Request body too large: the limit is {MAX_BODY_BYTES:,} bytes"
             return _json(error(None, INVALID_REQUEST, too_large), 413, version)
         try:
-            message = parse_json(request.body, check_nul=False)
+            message = parse_json(request.body, check_text=False)
         except InputRefused as refused:
             return _json(error(None, PARSE_ERROR, f"Parse error: {refused}"), 400, version)
         if isinstance(message, list):

@@ -313,7 +313,7 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
     problems: list[str] = []
     for number, line in enumerate(lines, start=1):
         try:
-            record = parse_json(line, check_nul=False)  # a NUL is refused per record by the capture pipeline
+            record = parse_json(line, check_text=False)  # a NUL is refused per record by the capture pipeline
         except InputRefused as refused:
             problems.append(f"line {number}: " + ("not JSON" if refused.code == "not_json" else str(refused)))
             continue

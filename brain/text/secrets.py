@@ -55,11 +55,12 @@ class Finding:
 
 
 class NulRefused(DomainError, ValueError):
-    """Text contains a NUL character (PostgreSQL text cannot hold one)."""
+    """Text holds what PostgreSQL text cannot: a NUL character, or a lone UTF-16 surrogate
+    (``what`` says which)."""
 
-    def __init__(self, field: str = "content") -> None:
+    def __init__(self, field: str = "content", what: str = "a NUL character") -> None:
         self.field = field
-        super().__init__(f"{field} refused: it contains a NUL character")
+        super().__init__(f"{field} refused: it contains {what}")
 
 
 class SecretRefused(DomainError, ValueError):
@@ -500,10 +501,16 @@ def find(text: str, *, url: bool = False) -> list[Finding]:
     return [Finding(category, kind, start, end, _line_of(text, start)) for start, end, category, kind in merged]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_nul(text: str, *, field: str = "content") -> None:
-    """Refuse NUL anywhere in stored text."""
+    """Refuse what stored text cannot hold: NUL, and lone surrogates (a JSON ``"\\ud800"``
+    parses to one; UTF-8 cannot encode it, so the database driver failed on it)."""
     if "\x00" in text:
         raise NulRefused(field)
+    if _SURROGATE.search(text):
+        raise NulRefused(field, "a lone UTF-16 surrogate (not a character)")
 
 
 def refuse(text: str, *, field: str = "content") -> None:
