@@ -170,8 +170,8 @@ class SecretsOnEveryWriteSurfaceTests(BrainTestCase):
     def _oauth_token(self) -> str:
         raw = stdlib_secrets.token_urlsafe(32)
         token = AccessToken(
-            user=self.alice.user, application=self.app, scope="memory corpus:read sources:write", resource=[f"{BASE}/api/mcp"],
-            expires=timezone.now() + dt.timedelta(hours=1),
+            user=self.alice.user, application=self.app, scope="memory corpus:read sources:write",
+            resource=[f"{BASE}/api/mcp"], expires=timezone.now() + dt.timedelta(hours=1),
         )  # fmt: skip
         set_token_value(token, raw)
         token.save()

@@ -116,7 +116,7 @@ class UnstorableTextTests(BrainTestCase):
         assert self.errors.records == [], [record.getMessage() for record in self.errors.records]
 
     def test_the_memory_api_capture_and_import_refuse_it_by_name(self) -> None:
-        auth = {"HTTP_AUTHORIZATION": f"Bearer {self.personal}"}
+        auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {self.personal}"}
         answer = self.client.post("/api/memory/capture", data=json.dumps({"content": "a\ud800"}),
                                   content_type="application/json", **auth)  # fmt: skip
         assert answer.status_code == 400
