@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from api.auth import BearerAuthentication, RateWindowThrottle, SessionCallerAuthentication, SurfacePermission
 from brain.callers import Caller
 from brain.errors import error_body
+from brain.text.secrets import redact
 from mcp_api.tools import CATALOGUE, Tool
 
 TOOLS = {tool.name: tool for tool in CATALOGUE}
@@ -61,8 +62,10 @@ def query_arguments(request: Request, model: type[BaseModel]) -> tuple[dict[str,
 
 
 def invalid_arguments(invalid: ArgsInvalid) -> Response:
+    # Field names are the client's keys (an unknown one is named in the refusal): redacted like
+    # the message, since a key may be a pasted credential.
     problems = [
-        {"field": ".".join(str(part) for part in item["loc"]) or "body", "message": item["msg"]}
+        {"field": redact(".".join(str(part) for part in item["loc"]) or "body"), "message": redact(item["msg"])}
         for item in invalid.errors()
     ]
     summary = "; ".join(f"{problem['field']}: {problem['message']}" for problem in problems)

@@ -57,13 +57,32 @@ class Problem:
     retry_after: int | None = None
 
 
+PROGRAM_LIMIT_EXCEEDED = "54"  # SQLSTATE class: stack depth, statement too complex, too many columns
+
+
+def _sqlstate(exc: BaseException) -> str:
+    """The SQLSTATE behind a driver error (Django keeps psycopg's as the cause), or ""."""
+    for error in (exc, exc.__cause__):
+        state = getattr(error, "sqlstate", None)
+        if isinstance(state, str):
+            return state
+    return ""
+
+
 def database_unavailable(exc: BaseException) -> Problem | None:
     """503 ``unavailable`` for a database that does not answer (down, restarting, connection
-    lost mid-request); None for anything else. Logged here, once per failed call, with the
+    lost mid-request); 400 ``too_complex`` for a request past its program limits (SQLSTATE
+    class 54), which no retry mends; None for anything else. Logged here, once per failed call, with the
     driver's first line (psycopg's messages name the server and the reason, never a value)."""
     if not isinstance(exc, DATABASE_UNAVAILABLE):
         return None
     first_line = next(iter(str(exc).splitlines()), "")
+    if _sqlstate(exc).startswith(PROGRAM_LIMIT_EXCEEDED):
+        # The database answered: this request is beyond what it runs (a 100 KB query nested
+        # the full-text parser past PostgreSQL's stack). Retrying the same request fails again.
+        logger.warning("request beyond the database's limits: %s", first_line)
+        return Problem("too_complex", 400, "The request is too large or complex for the database; shorten it.")
+    logger.warning("database unavailable: %s: %s", type(exc).__name__, first_line)
     logger.warning("database unavailable: %s: %s", type(exc).__name__, first_line)
     return Problem(
         "unavailable",

@@ -18,7 +18,7 @@ from pydantic import ValidationError as ArgsInvalid
 
 import brain
 from brain import ratelimit
-from brain.domain import DATABASE_UNAVAILABLE, problem_for
+from brain.domain import problem_for
 from brain.inputs import InputRefused, refuse_unstorable
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
@@ -118,7 +118,9 @@ def _tools_list(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
 
 
 def _tool_error(message_id: Any, text: str) -> dict[str, Any]:
-    return _result(message_id, {"content": [{"type": "text", "text": text}], "isError": True})
+    """A failed call's result; redacted like ``error``'s message (an argument's *name* may be a
+    pasted key: ``{"AKIA…": 1}`` was echoed as "AKIA…: Extra inputs are not permitted")."""
+    return _result(message_id, {"content": [{"type": "text", "text": redact(text)}], "isError": True})
 
 
 def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -140,10 +142,10 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         output = tool.handler(caller, args)
     except ratelimit.RateLimited:
         raise  # the view answers HTTP 429 with Retry-After
-    except DATABASE_UNAVAILABLE:
-        raise  # not this call's fault: the view answers HTTP 503 with Retry-After, not a tool error
     except Exception as failure:
         problem = problem_for(failure)  # the one mapping every transport uses
+        if problem is not None and problem.status == 503:
+            raise  # not this call's fault: the view answers HTTP 503 with Retry-After, not a tool error
         if problem is None:
             logger.exception("tool %s failed", tool.name)
             return error(message_id, INTERNAL_ERROR, "Internal error; quote the request id.")

@@ -44,6 +44,7 @@ from memory.classify import MemoryInvalid
 from memory.models import Kind, Memory, MemoryLink, Status, Volatility, Workspace
 
 RRF_K = 60
+MAX_QUERY_CHARS = 1000  # as corpus search: a question, not a document
 CANDIDATES = 50
 MMR_LAMBDA = 0.7
 HOP_DECAY = 0.6
@@ -179,6 +180,8 @@ def memory_recall(
     """The memories ``actor`` can see that best answer ``query`` (see the module docstring)."""
     if not isinstance(query, str) or not query.strip():
         raise MemoryInvalid("query must be non-empty text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise MemoryInvalid(f"query may be at most {MAX_QUERY_CHARS} characters")
     if not 1 <= int(top_k) <= 20:
         raise MemoryInvalid("topK must be from 1 to 20")
     if not 0 <= int(hops) <= 3:

@@ -28,10 +28,11 @@ from mcp_api.base import Args, Caller, Out, Tool
 
 
 class FindPageArgs(Args):
-    prefix: str | None = Field(None, description="Path prefix, e.g. 'topics/pricing/'")
-    words: str | None = Field(None, description="Words that must appear in the title")
-    type: str | None = None
-    category: str | None = None
+    prefix: str | None = Field(None, max_length=255, description="Path prefix, e.g. 'topics/pricing/'")
+    # A title holds at most 200 characters: more words than that cannot all be in one.
+    words: str | None = Field(None, max_length=200, description="Words that must appear in the title")
+    type: str | None = Field(None, max_length=64)
+    category: str | None = Field(None, max_length=64)
     limit: int = Field(20, ge=1, le=200)
 
 

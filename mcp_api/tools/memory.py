@@ -264,7 +264,8 @@ def _render_done(out: DoneOut) -> str:
 
 class RecallArgs(TeamArgs):
     query: str = Field(
-        description="A question or description in any words; time phrases like 'last week' filter by date"
+        max_length=1000,
+        description="A question or description in any words; time phrases like 'last week' filter by date",
     )
     topK: int = Field(5, ge=1, le=20)
     tag: str | None = None

@@ -63,3 +63,21 @@ class DomainErrorTranslationTests(TestCase):
 
     def test_bugs_are_not_translated(self) -> None:
         assert self.translate("/pages/x", RuntimeError("boom")) is None
+
+    def test_a_request_past_the_databases_limits_is_a_400_not_an_outage(self) -> None:
+        import psycopg
+        from django.db import OperationalError
+
+        from brain.domain import problem_for
+
+        for cause in (psycopg.errors.lookup("54001")("stack depth limit exceeded"),):
+            wrapped = OperationalError("stack depth limit exceeded")
+            wrapped.__cause__ = cause
+            for error in (cause, wrapped):
+                problem = problem_for(error)
+                assert problem is not None
+                assert (problem.status, problem.code, problem.retry_after) == (400, "too_complex", None)
+        # A lost connection is still an outage (503, retry).
+        lost = problem_for(OperationalError("connection to server was lost"))
+        assert lost is not None
+        assert (lost.status, lost.retry_after) == (503, 10)

@@ -399,3 +399,29 @@ def _zip_one() -> bytes:
     with zipfile.ZipFile(archive, "w") as zipped:
         zipped.writestr("topics/pricing/fine.md", _page())
     return archive.getvalue()
+
+
+class SecretInArgumentNamesTests(BrainTestCase):
+    """An argument's name is echoed when it is refused: a pasted key there is redacted too."""
+
+    def test_rest_and_mcp_refusals_never_echo_a_key_used_as_an_argument_name(self) -> None:
+        import json
+
+        from builds.services import build_credential_issue, build_open
+        from memory.tokens import api_token_issue
+
+        key = "AKIA" + "QYLPMN5HHHFPZAM2"
+        token = api_token_issue(actor=self.alice, name="cli", scopes=["memory", "corpus:read"])[1]
+        for path, body in (("/api/v1/memories", {"content": "hello there", key: 1}),
+                           ("/api/v1/questions", {"question": "who approves?", key: 1})):  # fmt: skip
+            response = self.client.post(path, data=json.dumps(body), content_type="application/json",
+                                        HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+            assert response.status_code == 400, (path, response.content[:300])
+            assert key not in response.content.decode(), path
+        _, build_token = build_credential_issue(actor=self.alice, build=build_open(actor=self.alice, title="x"))
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "read_branch", "arguments": {key: 1}}}  # fmt: skip
+        response = self.client.post("/api/build/mcp", data=json.dumps(call), content_type="application/json",
+                                    HTTP_AUTHORIZATION=f"Bearer {build_token}")  # fmt: skip
+        assert response.json()["result"]["isError"] is True
+        assert key not in response.content.decode()

@@ -156,3 +156,22 @@ class SelectorTests(BrainTestCase):
             source_tag(actor=self.bob, key="gdrive/northwind-msa", add=["x"])
         with pytest.raises(Source.DoesNotExist):
             source_tag(actor=self.bob, key="no/such", add=["x"])
+
+
+class PageFindWordsTests(BrainTestCase):
+    def test_each_word_counts_once_whatever_its_case_and_a_long_list_is_refused_at_the_tool(self) -> None:
+        import json
+
+        publish("topics/pricing/price-list.md", title="Price list")
+        found = page_find(principal=self.bob, words="price PRICE list Price")
+        assert [p.path for p in found] == ["topics/pricing/price-list.md"]
+        assert list(page_find(principal=self.bob, words="price nothing")) == []
+        from builds.services import build_credential_issue, build_open
+
+        _, token = build_credential_issue(actor=self.alice, build=build_open(actor=self.alice, title="x"))
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "find_page", "arguments": {"words": "a " * 8000}}}  # fmt: skip
+        answer = self.client.post("/api/build/mcp", data=json.dumps(body), content_type="application/json",
+                                  HTTP_AUTHORIZATION=f"Bearer {token}").json()  # fmt: skip
+        assert answer["result"]["isError"] is True
+        assert "words: String should have at most 200 characters" in answer["result"]["content"][0]["text"]

@@ -109,6 +109,13 @@ class CaptureTests(MemoryTestCase):
         with pytest.raises(MemoryInvalid, match="at most 128"):
             normalise_tags(["x" * 129])
 
+    def test_a_recall_query_is_a_question_not_a_document(self) -> None:
+        # 100 KB of words once nested the full-text parser past PostgreSQL's stack, reported
+        # as a database outage; the query is bounded as search's is.
+        with pytest.raises(MemoryInvalid, match="at most 1000 characters"):
+            memory_recall(actor=self.alice, query="ship " * 20_000)
+        assert memory_recall(actor=self.alice, query="ship " * 200).results is not None
+
     def test_secrets_and_nul_are_refused_and_nothing_is_stored(self) -> None:
         with pytest.raises(ValueError, match="refused"):
             self.remember("the key is AKIAIOSFODNN7EXAMPLE ok")
