@@ -33,6 +33,7 @@ from answers.models import Question
 from answers.services import question_ask, question_run
 from brain.errors import json_error
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.ratelimit import RateLimited, hit
 from corpus.search import SearchError, search
 from grants.audit import audit_record
 from grants.models import Member
@@ -57,6 +58,16 @@ def _ephemeral(text: str) -> JsonResponse:
     return JsonResponse({"response_type": "ephemeral", "text": text})
 
 
+def _over_limit(key: str, rate_class: str) -> JsonResponse | None:
+    """Count one call in the caller's window (the one every surface shares for a member); a
+    Slack-shaped refusal when it is full (Slack shows a 429 as "dispatch failed", not why)."""
+    try:
+        hit(principal_key=key, rate_class=rate_class)
+    except RateLimited as limited:
+        return _ephemeral(f"Too many requests from you: try again in {limited.retry_after} seconds.")
+    return None
+
+
 def _page_url(path: str) -> str:
     return settings.BRAIN_BASE_URL + reverse("corpus:page-detail", kwargs={"path": path.split("#", 1)[0]})
 
@@ -79,12 +90,16 @@ def commands(request: HttpRequest) -> HttpResponse:
         signature=request.headers.get("X-Slack-Signature", ""),
     ):
         return json_error("bad_signature", "The request is not signed by Slack, or it is older than five minutes.", 401)
-    form = QueryDict(request.body.decode("utf-8"))
+    form = QueryDict(request.body.decode("utf-8", errors="replace"))
     text = " ".join(form.get("text", "").split())
     slack_user = form.get("user_id", "")
     if text in ("", "help"):
         return _ephemeral(HELP)
     if text == "link":
+        # Keyed by the Slack user: no member yet. Each link is a row; the window bounds them.
+        refused = _over_limit(f"slack:{slack_user}", "write")
+        if refused is not None:
+            return refused
         code = secrets.token_urlsafe(24)
         SlackLink.objects.create(code_hash=hashlib.sha256(code.encode()).hexdigest(), slack_user_id=slack_user,
                                  expires_at=timezone.now() + LINK_LIFETIME)  # fmt: skip
@@ -93,6 +108,9 @@ def commands(request: HttpRequest) -> HttpResponse:
     member = Member.objects.select_related("user").filter(slack_user_id=slack_user, is_active=True).first()
     if member is None or not member.user.is_active:
         return _ephemeral("Your Slack account is not linked to Brain yet. Type */brain link* and open the link.")
+    refused = _over_limit(f"member:{member.pk}", "search" if text.startswith("search ") else "ask")
+    if refused is not None:
+        return refused
     if text.startswith("search "):
         try:
             results = search(principal=member, query=text.removeprefix("search "), k=5).results

@@ -25,7 +25,7 @@ from corpus import search as search_module
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
 from integrations import tasks
-from integrations.models import IntegrationSecret, SlackDelivery
+from integrations.models import IntegrationSecret, SlackDelivery, SlackLink
 from integrations.secrets import SecretUnavailable, secret_get, secret_set, secrets_rotate
 from integrations.slack import slack_answer, slack_deliveries_sweep
 from tests.base import BrainTestCase, publish
@@ -150,6 +150,27 @@ class SlackTests(BrainTestCase):
         assert "search" in self.post("help").json()["text"]
         found = self.post("search team plan").json()["text"]
         assert "Price list" in found
+
+    def test_questions_searches_and_links_count_in_the_callers_window(self) -> None:
+        from grants.services import member_create
+        from tests.base import start_of_fresh_rate_window
+
+        dora = member_create(actor=SYSTEM, username="dora")
+        Member.objects.filter(pk=dora.pk).update(slack_user_id="U0DORA")
+        slack_user = f"U0NEW{dora.pk}"  # a Slack user no earlier run counted
+        start_of_fresh_rate_window(margin=20)
+        with override_settings(BRAIN_MCP_RATE_LIMITS={"read": 1000, "search": 1, "ask": 1, "write": 1}):
+            with mock.patch.object(tasks.slack_answer_task, "delay"), self.captureOnCommitCallbacks(execute=True):
+                assert "Looking into it" in self.post("How much is the Team plan?", user="U0DORA").json()["text"]
+                again = self.post("And the Business plan?", user="U0DORA").json()["text"]
+            assert again.startswith("Too many requests from you: try again in ")
+            assert Question.objects.filter(asker=dora).count() == 1
+            assert "No pages you can read" in self.post("search team plan", user="U0DORA").json()["text"]
+            assert "Too many requests" in self.post("search team plan", user="U0DORA").json()["text"]
+            assert "link while signed in" in self.post("link", user=slack_user).json()["text"]
+            assert "Too many requests" in self.post("link", user=slack_user).json()["text"]
+            assert SlackLink.objects.filter(slack_user_id=slack_user).count() == 1
+            assert "help" in self.post("help", user="U0DORA").json()["text"]  # help costs nothing
 
     def test_secrets_are_encrypted_never_readable_and_never_logged_or_audited(self) -> None:
         row = IntegrationSecret.objects.get(name="slack_signing_secret")
