@@ -64,21 +64,36 @@ class Api:
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self.http.request(method, self.base + path, **kwargs)
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None
-        if response.status_code >= 400:
-            raise _failure(response)
-        return response.json()
+        self._check(response)
+        try:
+            return response.json()
+        except ValueError:
+            raise CliError(
+                f"{self.base} did not answer with JSON (HTTP {response.status_code}): is the URL Brain's?", UNAVAILABLE
+            ) from None
 
     def stream(self, path: str) -> Iterator[bytes]:
         try:
             with self.http.stream("GET", self.base + path) as response:
-                if response.status_code >= 400:
+                if response.status_code >= 300:
                     response.read()
-                    raise _failure(response)
+                self._check(response)
                 yield from response.iter_bytes()
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None
+
+    def _check(self, response: httpx.Response) -> None:
+        """``CliError`` for a refusal, and for a redirect: requests are not re-sent to another
+        address with the token (an http:// URL answered by https:// is set up wrong, not followed)."""
+        if 300 <= response.status_code < 400:
+            where = response.headers.get("Location", "another address")
+            raise CliError(
+                f"{self.base} redirects to {where}: run `brain setup` with the address Brain answers at", UNAVAILABLE
+            )
+        if response.status_code >= 400:
+            raise _failure(response)
 
     def upload(self, name: str, handle: BinaryIO, fields: dict[str, str]) -> Any:
         return self.call("POST", "/uploads", files={"file": (name, handle)}, data=fields)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -21,7 +22,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.table import Table
 
 from brain_cli import config
-from brain_cli.client import UNAUTHORISED, Api, CliError
+from brain_cli.client import UNAUTHORISED, USAGE, Api, CliError
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -46,6 +47,15 @@ class Context:
             click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         else:
             human(data)
+
+
+def _memory_id(text: str) -> str:
+    """A memory id as the server writes it; anything else is a usage error here, never a path
+    (``brain get count`` reached ``/memories/count``, another endpoint)."""
+    try:
+        return str(uuid.UUID(text.strip()))
+    except ValueError:
+        raise CliError(f"not a memory id: {text[:60]!r} (ids look like 6f1c…-…, see `brain list`)", USAGE) from None
 
 
 def command(function: Callable[..., None]) -> Callable[..., None]:
@@ -164,7 +174,7 @@ def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | No
 @command
 def get(ctx: Context, memory_id: str) -> None:
     """Show one memory."""
-    ctx.emit(ctx.api().call("GET", f"/memories/{memory_id}"), _memory_line)
+    ctx.emit(ctx.api().call("GET", f"/memories/{_memory_id(memory_id)}"), _memory_line)
 
 
 @cli.command()
@@ -176,7 +186,7 @@ def forget(ctx: Context, memory_id: str, yes: bool) -> None:
     """Delete a memory for good."""
     if not yes and sys.stdin.isatty():
         click.confirm(f"Forget {memory_id} permanently?", abort=True)
-    answer = ctx.api().call("DELETE", f"/memories/{memory_id}")
+    answer = ctx.api().call("DELETE", f"/memories/{_memory_id(memory_id)}")
     ctx.emit(answer, lambda _: out.print(f"Forgotten: {memory_id}"))
 
 
@@ -187,7 +197,7 @@ def forget(ctx: Context, memory_id: str, yes: bool) -> None:
 @command
 def share(ctx: Context, memory_id: str, workspace: str) -> None:
     """Move a memory to the team layer (or back to yours)."""
-    answer = ctx.api().call("POST", f"/memories/{memory_id}/share", json={"workspace": workspace})
+    answer = ctx.api().call("POST", f"/memories/{_memory_id(memory_id)}/share", json={"workspace": workspace})
     ctx.emit(answer, lambda _: out.print(f"Moved to {workspace}: {memory_id}"))
 
 

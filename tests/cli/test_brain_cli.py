@@ -125,6 +125,52 @@ class BrainCliTests(LiveServerTestCase):
         assert refused.returncode == 3
         assert "corpus:read" in refused.stderr
 
+    def test_a_server_that_is_not_brain_or_moved_is_one_line_never_a_traceback(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class NotBrain(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.startswith("/moved"):
+                    self.send_response(301)
+                    self.send_header("Location", "https://brain.example.org" + self.path)
+                    self.end_headers()
+                    return
+                body = b"<html><body>Captive portal</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), NotBrain)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.shutdown)
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        cases = [
+            ({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, ("stats",), 5, "redirects to https://"),
+            ({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, ("export", "-o", str(self.home / "x.zip")),
+             5, "redirects to"),
+            ({"BRAIN_URL": base, "BRAIN_TOKEN": self.token}, ("list",), 5, "did not answer with JSON"),
+            ({"BRAIN_URL": "http://[::1", "BRAIN_TOKEN": self.token}, ("stats",), 5, "cannot reach"),
+            ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("get", "count"), 2, "not a memory id"),
+            ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("forget", "--yes", "../x"), 2,
+             "not a memory id"),
+            ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("share", "stats?x=1"), 2,
+             "not a memory id"),
+        ]  # fmt: skip
+        for env, args, code, words in cases:
+            with self.subTest(args=args, url=env["BRAIN_URL"]):
+                result = self.brain(*args, env=env)
+                assert "Traceback" not in result.stderr, result.stderr
+                assert result.stderr.startswith("brain: "), result.stderr
+                assert result.stderr.count("\n") == 1, result.stderr
+                assert words in result.stderr, result.stderr
+                assert result.returncode == code, (result.returncode, result.stderr)
+
     def test_python_dash_m_works_too(self) -> None:
         result = subprocess.run(
             [sys.executable, "-m", "brain_cli", "--help"], capture_output=True, text=True, timeout=60
