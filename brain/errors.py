@@ -11,9 +11,10 @@ import sys
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -109,6 +110,10 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     """REST errors in the project's shape: domain refusals through ``problem_for``, DRF's own
     (authentication, throttling, parsing) by their status; anything else falls through to
     ``server_error`` (a 500 with the request id, logged)."""
+    if isinstance(exc, Http404):
+        # DRF converts it too, but inside its handler, after the code and message are read here:
+        # a view's Http404 answered "error / The request was not accepted." instead of not_found.
+        exc = NotFound()
     problem = problem_for(exc)
     if problem is not None:
         response_for_problem = Response(error_body(problem.code, problem.message), status=problem.status)
