@@ -76,7 +76,9 @@ def remote_transport(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in {"file", "http", "https", "ssh"}:
         raise ValueError("the remote URL must be https://, ssh://, user@host:path or file:///path")
-    if parts.username or parts.password:
+    # A login name is not a credential on ssh (ssh://git@host/x, as user@host:path); a token
+    # or password is, anywhere.
+    if parts.password or (parts.username and parts.scheme != "ssh"):
         raise ValueError("put the token or key in the credential field, not in the URL")
     if parts.scheme == "file":
         if not parts.path.startswith("/") or parts.netloc:
@@ -84,6 +86,12 @@ def remote_transport(url: str) -> str:
         return "file"
     if not parts.hostname:
         raise ValueError("the remote URL names no host")
+    try:
+        port = parts.port  # urllib checks the range only when asked
+    except ValueError:
+        port = 0
+    if port == 0 and parts.netloc.rpartition("]")[2].count(":"):
+        raise ValueError("the remote URL's port must be a number from 1 to 65535")
     if parts.scheme == "http" and parts.hostname not in LOOPBACK:
         raise ValueError("plain http is accepted only on this machine (loopback); use https")
     return parts.scheme

@@ -252,7 +252,11 @@ class ConfigurationTests(MirrorTestCase):
         bad = {
             "ext::sh -c touch% /tmp/pwned": "remote_url", "https://user:token@github.com/o/r.git": "remote_url",
             "http://github.com/o/r.git": "remote_url", "-uhttps://x": "remote_url", "file://relative/x": "remote_url",
-            "git@github.com:org/repo.git": "known_hosts",
+            "git@github.com:org/repo.git": "known_hosts", "https://git.example.com:99999/o/r.git": "remote_url",
+            "https://git.example.com:0/o/r.git": "remote_url", "https://git.example.com:x/o/r.git": "remote_url",
+            "ssh://git:token@github.com/o/r.git": "remote_url", "https://token@github.com/o/r.git": "remote_url",
+            # A login name on ssh is no credential: accepted, then asks for the host's key.
+            "ssh://git@github.com/org/repo.git": "known_hosts",
         }  # fmt: skip
         for url, field in bad.items():
             mirror = Mirror(name="m", remote_url=url, branch="main", service_account=self.service)
