@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from django.db import connection
 from brain.rows import columns, fetch_one, hydrate
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from corpus.models import Page, Revision
-from corpus.selectors import ReferenceFilter
+from corpus.selectors import ReferenceFilter, frontmatter_references
 from grants.models import Member, Permission, Sensitivity
 from grants.predicates import effective_permissions
 from grants.principals import Principal, SystemPrincipal
@@ -190,10 +191,23 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
         if reason not in blockers and reason not in already:
             blockers.append(reason)
 
-    changes = build_parts(build).changes
+    parts = build_parts(build)
+    changes = parts.changes
     readable = readable_changes(approver, build)
     pages = pages_at(build)
     documents = {change.pk: document_from_revision(change.revision) for change in changes if change.revision}
+    # What the build brings itself may be cited by its pages (approved with them); anything else
+    # a draft cites must be readable by the approver, or they would promote what they never saw.
+    own_captures = {recorded.source.key for recorded in parts.captures}
+    own_pages = {change.revision.path for change in changes if change.revision is not None}
+    references = ReferenceFilter(approver, [document.frontmatter for document in documents.values()])
+    owners = {document.owner for document in documents.values()}
+    active_owners = set(
+        Member.objects.filter(user__username__in=owners, is_active=True, user__is_active=True).values_list(
+            "user__username", flat=True
+        )
+    )
+    targets = Counter(change.revision.path for change in changes if change.revision is not None)
     objects: list[tuple[str, str | None, int]] = []
     for change in changes:
         live = pages.get(change.path)
@@ -240,17 +254,42 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
         if live is not None and live.current_revision_id is None:
             live = None
         if change.action in ("delete", "move"):
+            proposed_at = change.revision.created_at if change.revision is not None else change.updated_at
             if live is None:
                 block(f"{change.path}: is no longer a live page")
             elif not approves_live(live):
                 block(f"{change.path}: you may not approve taking this page out of the corpus")
+            elif _promoted_after(live, proposed_at):
+                # Moving or deleting it now would carry away (or drop) the edit made since.
+                block(f"{change.path}: the live page changed after this {change.action} was proposed; propose it again")
             if change.action == "delete":
                 continue
         if change.revision is None:
             continue
         document = documents[change.pk]
         target = change.revision.path  # a move's draft sits at its new path
+        if targets[target] > 1:
+            block(f"{target}: more than one change in this build writes this path; keep one")
         existing = pages.get(target)
+        if (
+            existing is not None
+            and existing.current_revision_id is None
+            and change.action == "write"
+            and existing.updated_at > change.revision.created_at
+        ):
+            # Retired after this draft was written (over it, or beside it): promoting would bring
+            # back a page someone has just taken out, unseen.
+            block(f"{target}: the page was taken out of the corpus after this draft was written; draft it again")
+        related, sources = frontmatter_references(document.frontmatter)
+        shown = references.seen(document.frontmatter)
+        unseen_related = set(related) - set(shown.get("related", [])) - own_pages
+        unseen_sources = {item for item in set(sources) - set(shown.get("sources", []))
+                          if item.removeprefix("capture:") not in own_captures}  # fmt: skip
+        if unseen_related or unseen_sources:
+            # Never which, nor how many: the approver cannot read them (or they are gone).
+            block(f"{target}: it cites pages or captures you cannot read; someone who can must approve it")
+        if document.owner not in active_owners:
+            block(f"{target}: its owner ({document.owner}) is not an active member; draft it with another owner")
         unseen = (
             existing is not None
             and existing.current_revision_id is not None
@@ -278,14 +317,15 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
                 block(f"{target}: only its owner ({owner}) may approve it (change policy 'owner')")
             else:
                 block(f"{target}: you do not hold approve on this page")
-        if (
-            existing is not None
-            and existing.current_revision is not None
-            and existing.current_revision.promoted_at is not None
-            and existing.current_revision.promoted_at > change.revision.created_at
-        ):
+        if existing is not None and _promoted_after(existing, change.revision.created_at):
             block(f"{target}: the live page changed after this draft was written; draft it again")
     return blockers
+
+
+def _promoted_after(page: Page, moment: Any) -> bool:
+    """Whether ``page``'s live revision was promoted after ``moment`` (a draft or proposal)."""
+    current = page.current_revision if page.current_revision_id is not None else None
+    return current is not None and current.promoted_at is not None and current.promoted_at > moment
 
 
 def _build_from_row(row: tuple[Any, ...]) -> Build:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from brain import bearer, callers
@@ -461,6 +461,7 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
     refuse(note, field="review note")
     with transaction.atomic():
         locked = _lock(build)
+        _lock_paths(locked)
         blockers = build_promotion_blockers(build=locked, approver=actor)
         if blockers:
             raise PromotionBlocked(blockers)
@@ -511,6 +512,24 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
             metadata={"pages": len(approved), "approver_kind": kind},
         )
     return promotion
+
+
+def _lock_paths(build: Build) -> None:
+    """Serialise promotions that touch the same page paths, until this transaction ends.
+
+    Each path gets a transaction-scoped advisory lock (in sorted order: two promotions never
+    wait on each other crosswise), taken before the blockers are read: a second approver's
+    promotion of another build over the same page then sees the first one's revision and is
+    refused as a stale draft — without the lock both passed the check and the later write
+    silently replaced the earlier, approved one. A path with no page row yet (a new page) is
+    locked the same way, which a row lock could not do.
+    """
+    paths: set[str] = set()
+    for path, new_path, revision_path in build.changes.values_list("path", "new_path", "revision__path"):
+        paths.update(p for p in (path, new_path, revision_path) if p)
+    with connection.cursor() as cursor:
+        for path in sorted(paths):
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"brain.page:{path}"])
 
 
 def _live_revision_id(path: str) -> int | None:

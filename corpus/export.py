@@ -31,7 +31,7 @@ import yaml
 
 from brain.text.secrets import redact
 from corpus.models import Figure, Page, Source
-from corpus.selectors import ReferenceFilter, _references
+from corpus.selectors import ReferenceFilter, frontmatter_references
 from grants.principals import Principal
 
 BATCH = 200
@@ -52,7 +52,7 @@ def _page_markdown(page: Page, references: ReferenceFilter) -> str:
     revision: Any = page.current_revision
     frontmatter: dict[str, Any] = revision.frontmatter
     shown = references.seen(frontmatter)
-    related, sources = _references(frontmatter)
+    related, sources = frontmatter_references(frontmatter)
     hides_nothing = shown.get("related", related) == related and shown.get("sources", sources) == sources
     if hides_nothing and revision.frontmatter_text:
         header = (
@@ -186,7 +186,7 @@ def _page_batch(principal: Principal, batch: list[Entry]) -> Iterator[Rendered]:
     found = [(entry, rows[entry.pk]) for entry in batch if entry.pk in rows]
     references = ReferenceFilter(principal, [page.current_revision.frontmatter for _, page in found])  # type: ignore[union-attr]
     for entry, page in found:
-        related, sources = _references(page.current_revision.frontmatter)  # type: ignore[union-attr]
+        related, sources = frontmatter_references(page.current_revision.frontmatter)  # type: ignore[union-attr]
         cited = tuple(f"page:{path}" for path in related) + tuple(sources)
         data = _page_markdown(page, references).encode("utf-8")
         yield Rendered(entry, ExportFile(page.path, data), str(page.current_revision_id), cited)

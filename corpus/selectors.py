@@ -111,7 +111,8 @@ def frontmatter_as_seen_by(frontmatter: dict[str, Any], viewer: Principal | None
     return ReferenceFilter(viewer, [frontmatter]).seen(frontmatter)
 
 
-def _references(frontmatter: dict[str, Any]) -> tuple[list[str], list[str]]:
+def frontmatter_references(frontmatter: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(related page paths, ``capture:`` sources) a frontmatter names, as written."""
     related = [str(item) for item in frontmatter.get("related", []) or []]
     sources = [str(item) for item in frontmatter.get("sources", []) or []]
     return related, sources
@@ -148,7 +149,7 @@ class ReferenceFilter:
         paths: set[str] = set()
         keys: set[str] = set()
         for frontmatter in frontmatters:
-            related, sources = _references(frontmatter)
+            related, sources = frontmatter_references(frontmatter)
             paths.update(related)
             keys.update(item.removeprefix("capture:") for item in sources)
         self.pages: set[str] = set()
@@ -164,7 +165,7 @@ class ReferenceFilter:
         if self.everything:
             return frontmatter
         shown = dict(frontmatter)
-        related, sources = _references(frontmatter)
+        related, sources = frontmatter_references(frontmatter)
         if related:
             shown["related"] = [item for item in related if item in self.pages]
         if sources:

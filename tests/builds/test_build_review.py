@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Any
+from unittest import mock
 
 import pytest
 from django.core.exceptions import PermissionDenied
@@ -24,7 +26,7 @@ from builds.services import (
     build_submit,
     build_write_page,
 )
-from corpus.frontmatter import PageInvalid
+from corpus.frontmatter import PageInvalid, Problem
 from corpus.models import Chunk, Page
 from corpus.search import search
 from corpus.selectors import page_find, page_read
@@ -133,9 +135,25 @@ class BuildTests(BrainTestCase):
             build=build, path="topics/pricing/z-last.md", markdown=page_markdown(owner="dana", title="Last")
         )
         build = build_submit(actor=self.alice, build=build)
-        # The last page's owner leaves after drafting: its promotion fails mid-way.
+        # The last page's owner leaves after drafting: the review says so before anyone approves.
         member_update(actor=SYSTEM, member=dana, role="member", is_active=False, slack_user_id=None)
-        with pytest.raises(PageInvalid, match="not an active member"):
+        with pytest.raises(PromotionBlocked, match=r"z-last.md: its owner \(dana\) is not an active member"):
+            build_promote(actor=self.victor, build=build)
+        member_update(actor=SYSTEM, member=dana, role="member", is_active=True, slack_user_id=None)
+        # A page failing mid-way (the first one already written) leaves every page as it was.
+        from builds import services as build_services
+
+        real = build_services.revision_promote
+
+        def failing_on_the_last(*, actor: Any, revision: Any) -> Any:
+            if revision.path.endswith("z-last.md"):
+                raise PageInvalid([Problem("owner", "'dana' is not an active member")])
+            return real(actor=actor, revision=revision)
+
+        with (
+            mock.patch.object(build_services, "revision_promote", failing_on_the_last),
+            pytest.raises(PageInvalid, match="not an active member"),
+        ):
             build_promote(actor=self.victor, build=build)
         assert not Page.objects.filter(path__in=["topics/pricing/a-first.md", "topics/pricing/z-last.md"]).exists()
         build.refresh_from_db()

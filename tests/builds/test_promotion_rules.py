@@ -1,0 +1,174 @@
+"""What a promotion may not do behind its approver's back: lose an approved edit, carry away or
+bring back a page changed since, let two changes fight over one path, or make live what the
+approver could not read."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import TransactionTestCase
+
+import builds.services as build_services
+from builds.models import Build
+from builds.selectors import build_promotion_blockers
+from builds.services import (
+    PromotionBlocked,
+    build_delete_page,
+    build_move_page,
+    build_open,
+    build_promote,
+    build_submit,
+    build_write_page,
+)
+from corpus.models import Page, Revision
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from tests.base import BrainTestCase, capture, page_markdown, publish
+
+
+def _submitted(author: Any, title: str, *writes: tuple[str, str]) -> Build:
+    build = build_open(actor=author, title=title)
+    for path, body in writes:
+        build_write_page(build=build, path=path, markdown=page_markdown(title="P", body=f"# P\n\n{body}\n"))
+    return build_submit(actor=author, build=build)
+
+
+class ConcurrentPromotionTests(TransactionTestCase):
+    def setUp(self) -> None:
+        self.alice = member_create(actor=SYSTEM, username="alice")
+        self.bob = member_create(actor=SYSTEM, username="bob")
+        self.v1 = member_create(actor=SYSTEM, username="v1")
+        self.v2 = member_create(actor=SYSTEM, username="v2")
+        for member in (self.alice, self.bob):
+            grant_issue(actor=SYSTEM, member=member, path="topics/", permission="suggest")
+        for member in (self.v1, self.v2):
+            grant_issue(actor=SYSTEM, member=member, path="topics/", permission="approve")
+        publish("topics/p.md", title="P", body="# P\n\noriginal\n")
+
+    def test_two_approvers_promoting_two_edits_of_one_page_at_once_lose_neither(self) -> None:
+        x = _submitted(self.alice, "x", ("topics/p.md", "ALICE EDIT"))
+        y = _submitted(self.bob, "y", ("topics/p.md", "BOB EDIT"))
+        # Each promotion, once past its blockers, waits (up to 3 s) for the other to be past its
+        # own: without serialisation both pass the stale-draft check, then both write.
+        arrived = threading.Barrier(2, timeout=3)
+        real = build_services.build_promotion_blockers
+
+        def blockers_then_wait(**kwargs: Any) -> list[str]:
+            found = real(**kwargs)
+            with contextlib.suppress(threading.BrokenBarrierError):
+                arrived.wait()
+            return found
+
+        outcomes: dict[str, str] = {}
+
+        def promote(name: str, approver: Any, build: Build) -> None:
+            try:
+                build_promote(actor=approver, build=build)
+                outcomes[name] = "promoted"
+            except PromotionBlocked as blocked:
+                outcomes[name] = "; ".join(blocked.blockers)
+            finally:
+                connection.close()
+
+        build_services.build_promotion_blockers = blockers_then_wait  # type: ignore[assignment]
+        try:
+            threads = [
+                threading.Thread(target=promote, args=("x", self.v1, x)),
+                threading.Thread(target=promote, args=("y", self.v2, y)),
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+        finally:
+            build_services.build_promotion_blockers = real  # type: ignore[assignment]
+        assert sorted(outcomes) == ["x", "y"], outcomes
+        promoted = [name for name, outcome in outcomes.items() if outcome == "promoted"]
+        assert len(promoted) == 1, outcomes
+        (refused,) = [outcome for outcome in outcomes.values() if outcome != "promoted"]
+        assert "the live page changed after this draft was written" in refused
+        page = Page.objects.select_related("current_revision").get(path="topics/p.md")
+        assert page.current_revision is not None
+        assert ("ALICE EDIT" if promoted == ["x"] else "BOB EDIT") in page.current_revision.body
+        assert Revision.objects.filter(page=page, promoted_at__isnull=False).count() == 2  # original + one
+
+
+class PromotionRuleTests(BrainTestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        cls.victor = member_create(actor=SYSTEM, username="victor")
+        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
+        grant_issue(actor=SYSTEM, member=cls.alice, path="topics/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=cls.bob, path="topics/", permission="suggest")
+
+    def setUp(self) -> None:
+        publish("topics/pricing/a.md", title="A", body="# A\n\nfirst text\n")
+        publish("topics/pricing/c.md", title="C", body="# C\n\nsee text\n")
+
+    def blockers(self, build: Build) -> list[str]:
+        return build_promotion_blockers(build=Build.objects.get(pk=build.pk), approver=self.victor)
+
+    def test_a_move_proposed_before_an_edit_of_its_page_is_stale(self) -> None:
+        move = build_open(actor=self.alice, title="Move A")
+        build_move_page(build=move, path="topics/pricing/a.md", new_path="topics/pricing/b.md")
+        build_submit(actor=self.alice, build=move)
+        build_promote(actor=self.victor, build=_submitted(self.bob, "Edit A", ("topics/pricing/a.md", "IMPORTANT")))
+        assert self.blockers(move) == [
+            "topics/pricing/a.md: the live page changed after this move was proposed; propose it again"
+        ]
+        with pytest.raises(PromotionBlocked):
+            build_promote(actor=self.victor, build=move)
+        assert "IMPORTANT" in Page.objects.get(path="topics/pricing/a.md").current_revision.body  # type: ignore[union-attr]
+
+    def test_a_delete_proposed_before_an_edit_is_stale_and_an_edit_cannot_bring_back_a_deleted_page(self) -> None:
+        stale_delete = build_open(actor=self.bob, title="Delete A")
+        build_delete_page(build=stale_delete, path="topics/pricing/a.md")
+        build_submit(actor=self.bob, build=stale_delete)
+        build_promote(actor=self.victor, build=_submitted(self.alice, "Edit A", ("topics/pricing/a.md", "edited")))
+        assert self.blockers(stale_delete) == [
+            "topics/pricing/a.md: the live page changed after this delete was proposed; propose it again"
+        ]
+        # An edit drafted while the page was live, then the page deleted: the edit would bring it back.
+        edit = _submitted(self.alice, "Edit A again", ("topics/pricing/a.md", "edited again"))
+        delete = build_open(actor=self.bob, title="Delete A now")
+        build_delete_page(build=delete, path="topics/pricing/a.md")
+        build_promote(actor=self.victor, build=build_submit(actor=self.bob, build=delete))
+        assert self.blockers(edit) == [
+            "topics/pricing/a.md: the page was taken out of the corpus after this draft was written; draft it again"
+        ]
+        assert Page.objects.get(path="topics/pricing/a.md").current_revision_id is None
+        # Drafted again after the deletion, it is a deliberate return: allowed.
+        again = _submitted(self.alice, "Bring A back", ("topics/pricing/a.md", "back"))
+        assert self.blockers(again) == []
+
+    def test_two_changes_onto_one_path_are_refused(self) -> None:
+        build = build_open(actor=self.alice, title="Two into B")
+        build_move_page(build=build, path="topics/pricing/a.md", new_path="topics/pricing/b.md")
+        build_move_page(build=build, path="topics/pricing/c.md", new_path="topics/pricing/b.md")
+        build_submit(actor=self.alice, build=build)
+        assert self.blockers(build) == [
+            "topics/pricing/b.md: more than one change in this build writes this path; keep one"
+        ]
+
+    def test_a_draft_citing_what_the_approver_cannot_read_is_not_theirs_to_approve(self) -> None:
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="read")
+        grant_issue(actor=SYSTEM, member=self.alice, path="hidden/", permission="read")
+        capture("secret-x")
+        publish("hidden/h.md", title="H", body="# H\n\nbody\n")
+        blocked = "topics/pricing/a.md: it cites pages or captures you cannot read; someone who can must approve it"
+        for sources, related in ((["secret-x"], []), ([], ["hidden/h.md"])):
+            with self.subTest(sources=sources, related=related):
+                build = build_open(actor=self.alice, title="Cites hidden")
+                markdown = page_markdown(title="A", body="# A\n\nx\n", sources=sources, related=related)
+                build_write_page(build=build, path="topics/pricing/a.md", markdown=markdown)
+                build_submit(actor=self.alice, build=build)
+                assert self.blockers(build) == [blocked]
+        # One who can read them may approve.
+        grant_issue(actor=SYSTEM, member=self.victor, path="captures/", permission="read")
+        grant_issue(actor=SYSTEM, member=self.victor, path="hidden/", permission="read")
+        assert self.blockers(build) == []
