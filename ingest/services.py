@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import re
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain import embeddings
+from brain.domain import DATABASE_UNAVAILABLE
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_holds
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all
@@ -142,7 +144,7 @@ def extraction_run(extraction_id: int) -> str:
         with default_storage.open(document.storage_name, "rb") as handle:
             data = handle.read()
         converted = convert(document.detected_type, data)
-        text, counts = mask(converted.text)
+        text, counts = mask(storable_text(converted.text))
     except ConversionFailed as failure:
         _finish(lease, started, status=Extraction.Status.FAILED, error=str(failure)[:300])
         logger.warning("extraction %s failed: %s", extraction.pk, failure)
@@ -152,26 +154,45 @@ def extraction_run(extraction_id: int) -> str:
         _finish(lease, started, status=Extraction.Status.FAILED, error="the extractor crashed; try again")
         return "failed"
     pieces, vectors, model = _chunks_and_vectors(text)
-    with transaction.atomic():
-        if not lease_holds(lease, lock=True):
-            # The lease expired and another worker took this extraction over: it writes the
-            # text and chunks, once; a second delete-and-insert here could double them.
-            logger.warning("extraction %s: lease lost, nothing written", extraction.pk)
-            return "lease-lost"
-        Source.objects.filter(pk=document.source_id).update(text=text, updated_at=timezone.now())
-        SourceChunk.objects.filter(source_id=document.source_id).delete()
-        SourceChunk.objects.bulk_create(
-            SourceChunk(source_id=document.source_id, ordinal=ordinal, text=piece,
-                        embedding=vectors[ordinal] if vectors is not None else None, embedding_model=model)
-            for ordinal, piece in enumerate(pieces)
-        )  # fmt: skip
-        _finish(
-            lease, started, status=Extraction.Status.DONE, extractor=converted.extractor,
-            extractor_version=converted.extractor_version, char_count=len(text), pages=converted.pages,
-            masked={category: count for category, count in counts.items() if count},
-        )  # fmt: skip
+    try:
+        with transaction.atomic():
+            if not lease_holds(lease, lock=True):
+                # The lease expired and another worker took this extraction over: it writes the
+                # text and chunks, once; a second delete-and-insert here could double them.
+                logger.warning("extraction %s: lease lost, nothing written", extraction.pk)
+                return "lease-lost"
+            Source.objects.filter(pk=document.source_id).update(text=text, updated_at=timezone.now())
+            SourceChunk.objects.filter(source_id=document.source_id).delete()
+            SourceChunk.objects.bulk_create(
+                SourceChunk(source_id=document.source_id, ordinal=ordinal, text=piece,
+                            embedding=vectors[ordinal] if vectors is not None else None, embedding_model=model)
+                for ordinal, piece in enumerate(pieces)
+            )  # fmt: skip
+            _finish(
+                lease, started, status=Extraction.Status.DONE, extractor=converted.extractor,
+                extractor_version=converted.extractor_version, char_count=len(text), pages=converted.pages,
+                masked={category: count for category, count in counts.items() if count},
+            )  # fmt: skip
+    except DATABASE_UNAVAILABLE:
+        raise  # the database is away: the lease expires and the sweep runs it again, rightly
+    except Exception:
+        # Anything else would fail the same way on every retry: end it as failed, once.
+        logger.exception("extraction %s: the text could not be stored", extraction.pk)
+        _finish(lease, started, status=Extraction.Status.FAILED, error="the extracted text could not be stored")
+        return "failed"
     logger.info("extraction %s done: %d characters, masked %s", extraction.pk, len(text), counts)
     return "done"
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """Extracted text without what PostgreSQL text cannot hold: NUL is dropped, a lone surrogate
+    becomes U+FFFD. Converters return both from real files (a PDF string with ``\\000``, an
+    HTML ``&#xD800;``); left in, the text's UPDATE failed outside the extractor's error
+    handling, the extraction stayed "running" and the sweep re-ran it without end."""
+    return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", text)
 
 
 def _chunks_and_vectors(text: str) -> tuple[list[str], list[list[float]] | None, str]:

@@ -45,7 +45,7 @@ from django.utils import timezone
 from icalendar import Calendar, Event
 from icalendar.cal.component import Component
 
-from brain.text.secrets import NulRefused, SecretRefused, mask
+from brain.text.secrets import NulRefused, SecretRefused, mask, refuse
 from grants.models import Member
 from memory.calendar_fetch import check_subscription_url, fetch_calendar
 from memory.classify import MemoryInvalid
@@ -441,11 +441,21 @@ def calendar_import(
             continue
         seen.add(readable.origin)
         try:
+            content = event_content(event, readable.start, readable.end)
+            started = _aware(readable.start)
+        except (OverflowError, ValueError):
+            # A time no calendar means (DTEND 9999-12-31 seen from UTC+14 is year 10000): this
+            # event is skipped and named; the others go on.
+            result.skipped.append(
+                Skipped(_label(number, event), "its start or end is outside the years a date can hold")
+            )
+            continue
+        try:
             # A savepoint per event: a refusal inside the pipeline leaves nothing of this one.
             with transaction.atomic():
                 capture = memory_capture_from(
-                    actor=actor, origin=readable.origin, content=event_content(event, readable.start, readable.end),
-                    source=SOURCE, kind=Kind.EPISODIC, occurred_at=_aware(readable.start), tags=[TAG],
+                    actor=actor, origin=readable.origin, content=content,
+                    source=SOURCE, kind=Kind.EPISODIC, occurred_at=started, tags=[TAG],
                     workspace=layer,
                 )  # fmt: skip
         except (MemoryInvalid, SecretRefused, NulRefused) as refused:
@@ -482,6 +492,7 @@ def calendar_subscribe(*, actor: Member, url: str, name: str, workspace: str | N
     label = " ".join((name or "").split())
     if not label or len(label) > 80:
         raise MemoryInvalid("name the calendar (1 to 80 characters)")
+    refuse(label, field="name")  # shown on the page and in every refresh's log line
     layer = workspace_value(workspace) or ""
     with transaction.atomic():
         if CalendarSubscription.objects.filter(member=actor).count() >= MAX_SUBSCRIPTIONS:

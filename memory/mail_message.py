@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage, Message
 from email.utils import parsedate_to_datetime
 
+from memory.occurred import occurred_or_none
+
 MAX_SUBJECT = 1_000
 MAX_MESSAGE_ID = 250
 FORWARDED = "---------- Forwarded message ----------"
@@ -105,8 +107,8 @@ def _date(message: Message) -> dt.datetime | None:
     except (ValueError, TypeError, IndexError):
         return None
     # RFC 5322: "-0000" means the time is UTC but the sender's zone is unknown; the parser
-    # returns it naive.
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC)
+    # returns it naive. A date no memory may carry (year 9999 at -14:00) is no date at all.
+    return occurred_or_none(parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=dt.UTC))
 
 
 def _message_id(message: Message) -> str | None:

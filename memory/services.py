@@ -46,6 +46,7 @@ from memory.models import (
     TeamMemorySettings,
     Workspace,
 )
+from memory.occurred import checked_occurred_at
 
 MAX_CONTENT = 20_000
 DUPLICATE_BLOCK = 0.95
@@ -256,8 +257,7 @@ def memory_remember(
     if not isinstance(origin, str) or len(origin) > 300:
         raise MemoryInvalid("origin must be text of at most 300 characters")
     refuse(origin, field="origin")
-    if occurred_at is not None and not isinstance(occurred_at, dt.datetime):
-        raise MemoryInvalid("occurred_at must be a date and time")
+    occurred_at = checked_occurred_at(occurred_at)
     vector, model = _embed(text)
 
     with transaction.atomic():
@@ -346,6 +346,7 @@ def memory_capture_from(
 def _update_from_origin(
     actor: Member, memory_id: Any, *, content: str, tags: list[str] | None, occurred_at: dt.datetime | None
 ) -> Capture:
+    occurred_at = checked_occurred_at(occurred_at)
     text = _clean_content(content)
     parsed = normalise_tags([*(tags or []), *capture_defaults(actor).tags], text)
     with transaction.atomic():

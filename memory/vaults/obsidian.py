@@ -38,6 +38,7 @@ from django.core.exceptions import PermissionDenied
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import Kind, LinkType, Memory, Status
+from memory.occurred import occurred_or_none
 from memory.services import workspace_value
 from memory.vaults import frontmatter
 from memory.vaults.archive import ZipLimits, read_zip
@@ -241,10 +242,12 @@ def _add_tags(note: Note, value: Any) -> bool:
 
 
 def _when(value: Any) -> dt.datetime | None:
+    # A date no memory may carry (year 9999 at -14:00 is year 10000 in UTC) is no date, like
+    # one that does not parse.
     if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return occurred_or_none(value if value.tzinfo else value.replace(tzinfo=dt.UTC))
     if isinstance(value, dt.date):
-        return dt.datetime.combine(value, dt.time(), tzinfo=dt.UTC)
+        return occurred_or_none(dt.datetime.combine(value, dt.time(), tzinfo=dt.UTC))
     if isinstance(value, str):
         try:
             return _when(dt.datetime.fromisoformat(value.strip()))

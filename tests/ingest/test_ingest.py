@@ -153,6 +153,43 @@ class IngestTests(TestCase):
         pdf.multi_cell(60, 8, text)
         return bytes(pdf.output())
 
+    def test_text_the_database_cannot_hold_is_cleaned_and_the_extraction_ends(self) -> None:
+        # A PDF string with a NUL (octal \000) and HTML naming a surrogate: converters return
+        # both; the text's UPDATE used to fail outside the error handling, the extraction stayed
+        # "running" and the sweep re-ran it without end.
+        content = b"BT /F1 12 Tf 72 720 Td (hello \\000 world) Tj ET"
+        objects = [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+        pdf = io.BytesIO()
+        pdf.write(b"%PDF-1.4\n")
+        offsets = []
+        for number, body in enumerate(objects, 1):
+            offsets.append(pdf.tell())
+            pdf.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+        xref = pdf.tell()
+        pdf.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+        for offset in offsets:
+            pdf.write(b"%010d 00000 n \n" % offset)
+        pdf.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+        for filename, data in (
+            ("nul.pdf", pdf.getvalue()),
+            ("odd.html", b"<!doctype html><html><body><p>before &#xD800; after</p></body></html>"),
+        ):
+            with self.subTest(filename):
+                extraction = self.ingest(filename, data)
+                assert extraction.status == "done", extraction.error
+                text = Source.objects.get(pk=extraction.document.source_id).text
+                assert "\x00" not in text
+                assert not any("\ud800" <= c <= "\udfff" for c in text)
+                assert ("hello" in text) if filename.endswith(".pdf") else ("before" in text)
+                assert extraction.document.detected_type == {"pdf": "pdf", "html": "html"}[filename.rsplit(".", 1)[1]]
+
     def test_the_type_comes_from_the_content_not_the_extension(self) -> None:
         disguised = self.ingest("report.txt", pdf_bytes("Quarterly numbers."))
         assert disguised.document.detected_type == "pdf"
