@@ -14,7 +14,10 @@ twin. The pairs:
 - request bodies (``brain.inputs.parse_json``): 100,000 nested brackets;
 - rendering (``rendered_text``): 10,000 nested blockquotes;
 - the secret detector (``find``): 200 KB of single digits and separators, 8,000 unclosed
-  private-key blocks, 40,000 IBAN-like starts; and a JSON body whose string never closes.
+  private-key blocks, 40,000 IBAN-like starts; and a JSON body whose string never closes;
+- vault imports (``read_note``, ``read_page``): an Obsidian note of 32,000 unclosed code
+  fences, a Notion page of 80,000 open brackets and one whose heading is 40,000 spaces (each
+  took seconds to minutes, quadratic, before the note's size was checked).
 """
 
 from __future__ import annotations
@@ -215,6 +218,25 @@ def main() -> None:
     quotes = '{"a": "' + '\\"' * 50_000 + "[" * 70
     flat = '{"a": "' + prose(rng, len(quotes) - 9) + '"}'
     pair("JSON, an unclosed string of escapes", len(quotes), lambda: parse_json(quotes), lambda: parse_json(flat))
+
+    from memory.vaults.notion import read_page
+    from memory.vaults.obsidian import read_note
+
+    fences = "```a\n" * 32_000
+    pair(
+        "Obsidian note, 32,000 unclosed fences", len(fences),
+        lambda: read_note("n.md", fences.encode()), lambda: read_note("n.md", wrapped(rng, len(fences)).encode()),
+    )  # fmt: skip
+    brackets = "[" * 80_000
+    pair(
+        "Notion page, 80,000 open brackets", len(brackets),
+        lambda: read_page("p.md", brackets.encode()), lambda: read_page("p.md", wrapped(rng, len(brackets)).encode()),
+    )  # fmt: skip
+    spaced = "# a" + " " * 40_000 + "b"
+    pair(
+        "Notion page, a heading of 40,000 spaces", len(spaced),
+        lambda: read_page("p.md", spaced.encode()), lambda: read_page("p.md", wrapped(rng, len(spaced)).encode()),
+    )  # fmt: skip
 
     print(
         f"\n{'input':36} {'bytes':>9} {'hostile s':>10} {'ordinary s':>11} {'ratio':>7}  outcome (hostile / ordinary)"
