@@ -302,16 +302,21 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
     line (nothing stored), or 429 with ``retry_after`` when the records are over the window.
     """
     try:
-        lines = [line for line in body.decode("utf-8").splitlines() if line.strip()]
+        # Lines as JSON Lines means them: split at "\n" only (str.splitlines also splits at
+        # U+2028 and U+0085, which JSON strings may hold as written), numbered as the file is,
+        # blank lines counted, so "line 6" is the sixth line of what was sent.
+        numbered = [
+            (number, line) for number, line in enumerate(body.decode("utf-8").split("\n"), start=1) if line.strip()
+        ]
     except UnicodeDecodeError as exc:
         raise MemoryInvalid("the body must be UTF-8 JSON lines") from exc
-    if not lines:
+    if not numbered:
         raise MemoryInvalid("send one JSON object a line")
-    if len(lines) > IMPORT_MAX_LINES:
+    if len(numbered) > IMPORT_MAX_LINES:
         raise MemoryInvalid(f"at most {IMPORT_MAX_LINES} lines a request; send the rest in another")
-    records: list[dict[str, Any]] = []
+    records: list[tuple[int, dict[str, Any]]] = []
     problems: list[str] = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in numbered:
         try:
             record = parse_json(line, check_text=False)  # a NUL is refused per record by the capture pipeline
         except InputRefused as refused:
@@ -320,7 +325,7 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
         if not isinstance(record, dict) or not isinstance(record.get("content"), str):
             problems.append(f"line {number}: needs an object with a content string")
             continue
-        records.append(record)
+        records.append((number, record))
     if problems:
         refusal = error_body("invalid", "nothing was imported")
         refusal["error"]["lines"] = problems
@@ -334,7 +339,7 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
     # All or nothing: every record goes through the pipeline inside one transaction, and one
     # refusal (a secret, a bad field) rolls every stored line back.
     with transaction.atomic():
-        for number, record in enumerate(records, start=1):
+        for number, record in records:
             try:
                 with transaction.atomic():
                     result = memory_remember(

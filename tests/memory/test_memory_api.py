@@ -111,6 +111,17 @@ class MemoryApiTests(TestCase):
         assert broken.json()["error"]["lines"] == ["line 3: not JSON"]
         assert Memory.objects.filter(author=self.bob).count() == 2  # nothing half imported
 
+    def test_an_import_splits_at_newlines_only_and_names_lines_as_sent(self) -> None:
+        # U+2028 and U+0085 may stand in a JSON string as written; blank lines still count.
+        separators = json.dumps({"content": "First half\u2028second half, and\u0085more."}, ensure_ascii=False)
+        answer = self.api("bob", "post", "import", separators + "\n", content_type="application/x-ndjson")
+        assert answer.status_code == 200, answer.content
+        assert "second half" in Memory.objects.get(author=self.bob).content
+        body = '\n\n{"content": "Lunch is at noon."}\n\n\n{"content": 5}\n'
+        refused = self.api("bob", "post", "import", body, content_type="application/x-ndjson")
+        assert refused.status_code == 400
+        assert refused.json()["error"]["lines"] == ["line 6: needs an object with a content string"]
+
     def test_an_import_with_one_line_the_pipeline_refuses_stores_nothing(self) -> None:
         # Every line parses, but the pipeline refuses line 2 (a secret) and line 4 (a bad kind):
         # lines 1 and 3 were already stored inside the request's transaction and are rolled back.

@@ -394,3 +394,10 @@ def test_the_import_page_uploads_a_zip_and_shows_the_report(alice: Member) -> No
     download = client.get("/memory/export/obsidian")
     with zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))) as archive:
         assert len(archive.namelist()) == 6
+
+
+def test_links_inside_fenced_code_are_not_links_and_an_open_fence_runs_to_the_end() -> None:
+    from memory.vaults.obsidian import wiki_targets
+
+    body = "[[A]]\n```python\n[[B]]\n`````\n[[C]] `[[D]]`\n~~~\n[[E]]\n~~~\n[[F]]\n```\n[[G]]"
+    assert wiki_targets(body) == ["A", "C", "F"]
