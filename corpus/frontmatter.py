@@ -42,9 +42,11 @@ class _FrontmatterHandler(YAMLHandler):  # type: ignore[misc]
     def load(self, fm: str, **kwargs: object) -> Any:
         try:
             return load_plain_yaml(
-                fm, max_bytes=MAX_FRONTMATTER_BYTES, max_depth=MAX_FRONTMATTER_DEPTH, what="frontmatter"
-            )
-        except yaml.composer.ComposerError as exc:  # anchors and aliases, said for frontmatter
+                fm, max_bytes=MAX_FRONTMATTER_BYTES, max_depth=MAX_FRONTMATTER_DEPTH, what="frontmatter",
+                plain_keys=True,
+            )  # fmt: skip
+        except (yaml.composer.ComposerError, yaml.constructor.ConstructorError) as exc:
+            # Anchors, aliases and keys that are not plain, said for frontmatter.
             raise yaml.composer.ComposerError(None, None, f"{exc.problem} in frontmatter", exc.problem_mark) from None
 
 
@@ -96,6 +98,9 @@ class PageDocument(BaseModel):
     sensitivity: int
     sources: list[str] = Field(default_factory=list)
     related: list[str] = Field(default_factory=list)
+
+
+EARLIEST_AS_OF = dt.date(1900, 1, 1)
 
 
 def _as_date(value: Any) -> dt.date | None:
@@ -212,6 +217,10 @@ def parse_page(path: str, markdown: str) -> PageDocument:
     as_of = _as_date(meta.get("as_of"))
     if meta.get("as_of") not in (None, "") and as_of is None:
         problems.append(Problem("as_of", "must be an ISO date (YYYY-MM-DD)"))
+    elif as_of is not None and not EARLIEST_AS_OF <= as_of <= dt.date.today() + dt.timedelta(days=1):
+        # The day the page's facts were checked: never ahead (9999-12-31 made a page never
+        # due for re-verification), a day of slack for the zones ahead of the server's.
+        problems.append(Problem("as_of", f"must be a date from {EARLIEST_AS_OF} to today"))
 
     category = meta.get("category")
     if category is not None:

@@ -30,6 +30,33 @@ class _PlainLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _PlainKeysLoader(_PlainLoader):
+    """Plain YAML whose mapping keys are each written once, as text, and never merged in: a
+    page's ``owner: nobody`` then ``owner: alice`` (the last silently won, both shown to the
+    reviewer), ``<<: {owner: alice}`` (an owner set by a line that does not say owner), or
+    ``1: x`` (a number key: a server error further on) are refused, naming the line."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, _value in node.value:
+                problem = None
+                if key_node.tag == _MERGE:
+                    problem = "merge keys (<<) are not allowed"
+                elif key_node.tag != _STR:
+                    problem = f"keys must be text (quote {key_node.value!s:.40} if it is one)"
+                elif key_node.value in seen:
+                    problem = f"the key {key_node.value!s:.40} is written twice"
+                if problem:
+                    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+
 def depth(value: Any) -> int:
     """How deeply ``value``'s mappings and lists nest (a scalar: 0)."""
     deepest = 0
@@ -43,11 +70,12 @@ def depth(value: Any) -> int:
     return deepest
 
 
-def load_plain_yaml(text: str, *, max_bytes: int, max_depth: int, what: str) -> Any:
+def load_plain_yaml(text: str, *, max_bytes: int, max_depth: int, what: str, plain_keys: bool = False) -> Any:
     """``text`` parsed; ``what`` ("frontmatter", "front matter") names it in the refusals.
 
     Raises ``PlainYamlRefused`` for size and depth, and lets ``yaml.YAMLError`` (anchors and
-    aliases included, as ``ComposerError``) through for the caller to word.
+    aliases included, as ``ComposerError``; with ``plain_keys``, duplicate, merged and non-text
+    keys as ``ConstructorError``) through for the caller to word.
     """
     if len(text.encode("utf-8")) > max_bytes:
         raise PlainYamlRefused(f"{what} is larger than {max_bytes // 1024} KB")
@@ -56,7 +84,8 @@ def load_plain_yaml(text: str, *, max_bytes: int, max_depth: int, what: str) -> 
     if nested_deeper_than(text, 8 * max_depth):
         raise PlainYamlRefused(f"{what} is nested more than {max_depth} levels deep")
     try:
-        value = yaml.load(text, Loader=_PlainLoader)  # noqa: S506 (a SafeLoader subclass)
+        loader = _PlainKeysLoader if plain_keys else _PlainLoader
+        value = yaml.load(text, Loader=loader)  # noqa: S506 (a SafeLoader subclass)
     except RecursionError:
         raise PlainYamlRefused(f"{what} is nested more than {max_depth} levels deep") from None
     if depth(value) > max_depth:

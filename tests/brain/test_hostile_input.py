@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import uuid
 import zipfile
 from typing import Any
@@ -367,6 +368,35 @@ class HostileDocumentsTests(BrainTestCase):
         deep = page_markdown(title="[" * 20000 + "]" * 20000)
         with pytest.raises(PageInvalid, match="nested"):
             parse_page("topics/x.md", deep)
+
+    def test_frontmatter_keys_are_plain_text_written_once_and_as_of_is_a_real_checking_date(self) -> None:
+        import datetime as dt
+
+        page = page_markdown(title="x")
+        cases = {
+            "1: x": "keys must be text",
+            "null: x": "keys must be text",
+            "2026-01-01: x": "keys must be text",
+            "owner: nobody": "the key owner is written twice",
+            "<<: {status: approved}": "merge keys (<<) are not allowed",
+        }
+        for line, message in cases.items():
+            with self.subTest(line=line), pytest.raises(PageInvalid, match=re.escape(message)):
+                parse_page("topics/x.md", page.replace("title: x", f"title: x\n{line}"))
+        tomorrow_but_one = dt.date.today() + dt.timedelta(days=2)
+        for as_of in ("9999-12-31", "0001-01-01", "1899-12-31", tomorrow_but_one.isoformat()):
+            with self.subTest(as_of=as_of), pytest.raises(PageInvalid, match="as_of: must be a date from 1900-01-01"):
+                parse_page("topics/x.md", re.sub(r"as_of: .*", f"as_of: {as_of}", page))
+        assert parse_page("topics/x.md", re.sub(r"as_of: .*", f"as_of: {dt.date.today()}", page)).as_of
+        # Through a build's tools: refused by name, never an internal error.
+        _, token = build_credential_issue(actor=self.alice, build=build_open(actor=self.alice, title="keys"))
+        arguments = {"path": "topics/x.md", "markdown": page.replace("title: x", "title: x\n1: x")}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "validate_page", "arguments": arguments}}  # fmt: skip
+        answer = self.client.post("/api/build/mcp", data=json.dumps(body), content_type="application/json",
+                                  HTTP_AUTHORIZATION=f"Bearer {token}").json()  # fmt: skip
+        assert "error" not in answer, answer
+        assert "keys must be text" in json.dumps(answer["result"])
 
     def test_zip_member_names_are_refused_not_repaired(self) -> None:
         from builds.driver import ArchiveRefused, files_from_zip
