@@ -607,9 +607,10 @@ def _pending_figures(build: Build, viewer: Principal) -> list[dict[str, Any]]:
 
 
 def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, object]]:
-    """Per change ``viewer`` may read: path, action, a unified diff (frontmatter, then body)
-    against the page it replaces, and its sources. Changes to pages the viewer cannot read
-    are left out entirely (no path, no count). After promotion the diff is the approved one.
+    """Per change ``viewer`` may read: path, action, where a move takes it (``new_path``), a
+    unified diff (frontmatter, then body) against the page it replaces, and its sources.
+    Changes to pages the viewer cannot read are left out entirely (no path, no count). After
+    promotion the diff is the approved one.
 
     Call only with a build already obtained through ``build_get_visible``.
     """
@@ -627,14 +628,27 @@ def build_diff(*, build: Build, viewer: Principal | None) -> list[dict[str, obje
         new_revision = pair.new if pair.action != BuildChange.Action.DELETE else None
         old = _as_lines(references.seen(pair.old.frontmatter), pair.old.body) if pair.old is not None else []
         new = _as_lines(references.seen(new_revision.frontmatter), new_revision.body) if new_revision else []
+        # A move's draft sits at its new path: the diff says where it goes, git's way, even when
+        # the text is unchanged (an empty diff hid the move from REST and MCP reviewers).
+        new_path = new_revision.path if pair.action == BuildChange.Action.MOVE and new_revision else ""
         diff = list(
-            difflib.unified_diff(old, new, fromfile=f"live/{pair.path}", tofile=f"draft/{pair.path}", lineterm="")
+            difflib.unified_diff(
+                old, new, fromfile=f"live/{pair.path}", tofile=f"draft/{new_path or pair.path}", lineterm=""
+            )
         )
+        if new_path:
+            diff = [f"rename from {pair.path}", f"rename to {new_path}", *diff]
         sources = list(references.seen(new_revision.frontmatter).get("sources", [])) if new_revision else []
         result.append(
-            {"path": pair.path, "action": pair.action, "is_new": pair.old is None, "diff": diff, "sources": sources}
-        )
+            {"path": pair.path, "action": pair.action, "new_path": new_path, "is_new": pair.old is None,
+             "diff": diff, "sources": sources}
+        )  # fmt: skip
     return result
+
+
+def _moved_to(change: BuildChange) -> str:
+    moves = change.action == BuildChange.Action.MOVE and change.revision is not None
+    return change.revision.path if moves and change.revision is not None else ""
 
 
 def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object]:
@@ -668,8 +682,9 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
         "kind": build.kind,
         "status": build.status,
         "requester": build.requester.username if build.requester is not None else "system",
+        # new_path: where a move takes the page ("" for writes and deletes).
         "changes": [
-            {"path": change.path, "action": change.action}
+            {"path": change.path, "action": change.action, "new_path": _moved_to(change)}
             for change in build_parts(build).changes
             if change.pk in readable_changes(viewer, build)
         ],

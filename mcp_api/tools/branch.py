@@ -167,7 +167,7 @@ class DiffOut(Out):
 
 def diff_page(caller: Caller, args: PathArgs) -> DiffOut:
     for item in build_diff(build=_build(caller), viewer=caller.principal):
-        if item["path"] == args.path:
+        if args.path in (item["path"], item["new_path"]):  # a move is found by either of its paths
             return DiffOut(path=args.path, diff=list(item["diff"]))  # type: ignore[call-overload]
     raise BuildChange.DoesNotExist(f"no draft of {args.path} on this branch")
 

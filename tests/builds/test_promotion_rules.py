@@ -172,3 +172,33 @@ class PromotionRuleTests(BrainTestCase):
         grant_issue(actor=SYSTEM, member=self.victor, path="captures/", permission="read")
         grant_issue(actor=SYSTEM, member=self.victor, path="hidden/", permission="read")
         assert self.blockers(build) == []
+
+
+class MoveShownEverywhereTests(BrainTestCase):
+    def test_rest_and_mcp_name_where_a_move_takes_the_page(self) -> None:
+        import json
+
+        from django.test import Client
+
+        from builds.services import build_credential_issue
+        from memory.tokens import api_token_issue
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="topics/", permission="suggest")
+        publish("topics/pricing/a.md", title="A", body="# A\n\nfirst text\n")
+        build = build_open(actor=self.alice, title="Move A")
+        build_move_page(build=build, path="topics/pricing/a.md", new_path="topics/pricing/b.md")
+        token = api_token_issue(actor=self.alice, name="cli", scopes=["corpus:read", "builds:write"])[1]
+        api = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        status = api.get(f"/api/v1/builds/{build.public_id}").json()
+        assert status["changes"] == [
+            {"path": "topics/pricing/a.md", "action": "move", "new_path": "topics/pricing/b.md"}
+        ]
+        for path in ("topics/pricing/a.md", "topics/pricing/b.md"):
+            diff = api.get(f"/api/v1/builds/{build.public_id}/diff", {"path": path}).json()["diff"]
+            assert diff[:2] == ["rename from topics/pricing/a.md", "rename to topics/pricing/b.md"], diff
+        _, credential = build_credential_issue(actor=self.alice, build=build)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "read_branch", "arguments": {}}}  # fmt: skip
+        answer = self.client.post("/api/build/mcp", data=json.dumps(body), content_type="application/json",
+                                  HTTP_AUTHORIZATION=f"Bearer {credential}").json()  # fmt: skip
+        assert answer["result"]["structuredContent"]["changes"][0]["new_path"] == "topics/pricing/b.md"
