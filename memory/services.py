@@ -245,7 +245,10 @@ def memory_remember(
     defaults = capture_defaults(actor)
     parsed = normalise_tags([*(tags or []), *defaults.tags] if isinstance(tags, list | None) else tags, text)
     layer = workspace_value(workspace) or defaults.workspace
-    if importance is not None and (not isinstance(importance, int) or not 1 <= importance <= 5):
+    # bool is an int to Python: "importance": true is refused, not stored as 1.
+    if importance is not None and (
+        isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 5
+    ):
         raise MemoryInvalid("importance must be an integer from 1 to 5")
     if kind is not None and kind not in Kind.values:
         raise MemoryInvalid('kind must be "episodic" or "semantic"')

@@ -109,6 +109,12 @@ class CaptureTests(MemoryTestCase):
         with pytest.raises(MemoryInvalid, match="at most 128"):
             normalise_tags(["x" * 129])
 
+    def test_importance_is_a_whole_number_from_1_to_5_not_a_yes(self) -> None:
+        for importance in (True, False, 0, 6, 2.5, "3"):
+            with pytest.raises(MemoryInvalid, match="importance must be an integer from 1 to 5"):
+                memory_remember(actor=self.alice, content=f"Rated {importance!r}", importance=importance)  # type: ignore[arg-type]
+        assert memory_remember(actor=self.alice, content="Rated four", importance=4).memory.importance == 4
+
     def test_a_recall_query_is_a_question_not_a_document(self) -> None:
         # 100 KB of words once nested the full-text parser past PostgreSQL's stack, reported
         # as a database outage; the query is bounded as search's is.
