@@ -282,12 +282,20 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
             block(f"{target}: the page was taken out of the corpus after this draft was written; draft it again")
         related, sources = frontmatter_references(document.frontmatter)
         shown = references.seen(document.frontmatter)
-        unseen_related = set(related) - set(shown.get("related", [])) - own_pages
+        # What the live page (a move: the page it moves) already cites is carried, not added:
+        # the diff shows no change there, and an approver who cannot read an old citation must
+        # still be able to approve an edit of the text around it.
+        base = existing if existing is not None else (live if change.action == "move" else None)
+        cited_before: set[str] = set()
+        if base is not None and base.current_revision is not None:
+            for references_before in frontmatter_references(base.current_revision.frontmatter):
+                cited_before.update(references_before)
+        unseen_related = set(related) - set(shown.get("related", [])) - own_pages - cited_before
         unseen_sources = {item for item in set(sources) - set(shown.get("sources", []))
-                          if item.removeprefix("capture:") not in own_captures}  # fmt: skip
+                          if item.removeprefix("capture:") not in own_captures} - cited_before  # fmt: skip
         if unseen_related or unseen_sources:
             # Never which, nor how many: the approver cannot read them (or they are gone).
-            block(f"{target}: it cites pages or captures you cannot read; someone who can must approve it")
+            block(f"{target}: it adds citations of pages or captures you cannot read; someone who can must approve it")
         if document.owner not in active_owners:
             block(f"{target}: its owner ({document.owner}) is not an active member; draft it with another owner")
         unseen = (

@@ -160,7 +160,10 @@ class PromotionRuleTests(BrainTestCase):
         grant_issue(actor=SYSTEM, member=self.alice, path="hidden/", permission="read")
         capture("secret-x")
         publish("hidden/h.md", title="H", body="# H\n\nbody\n")
-        blocked = "topics/pricing/a.md: it cites pages or captures you cannot read; someone who can must approve it"
+        blocked = (
+            "topics/pricing/a.md: it adds citations of pages or captures you cannot read; "
+            "someone who can must approve it"
+        )
         for sources, related in ((["secret-x"], []), ([], ["hidden/h.md"])):
             with self.subTest(sources=sources, related=related):
                 build = build_open(actor=self.alice, title="Cites hidden")
@@ -168,6 +171,13 @@ class PromotionRuleTests(BrainTestCase):
                 build_write_page(build=build, path="topics/pricing/a.md", markdown=markdown)
                 build_submit(actor=self.alice, build=build)
                 assert self.blockers(build) == [blocked]
+        # A citation the live page already carries is not added: an edit around it is approvable.
+        publish("topics/pricing/c.md", title="C", body="# C\n\nsee text\n", sources=["secret-x"])
+        keeps = build_open(actor=self.alice, title="Edit C")
+        markdown = page_markdown(title="C", body="# C\n\nnew text\n", sources=["secret-x"])
+        build_write_page(build=keeps, path="topics/pricing/c.md", markdown=markdown)
+        build_submit(actor=self.alice, build=keeps)
+        assert self.blockers(keeps) == []
         # One who can read them may approve.
         grant_issue(actor=SYSTEM, member=self.victor, path="captures/", permission="read")
         grant_issue(actor=SYSTEM, member=self.victor, path="hidden/", permission="read")
