@@ -115,7 +115,15 @@ def invitation_pending(raw: str) -> Invitation | None:
     if invitation is None or invitation.expires_at <= timezone.now():
         return None
     member = invitation.member
-    return invitation if member.is_active and member.user.is_active else None
+    user = member.user
+    if not (member.is_active and user.is_active):
+        return None
+    # An invitation sets the first password of the address it was sent to. Once the person has
+    # a password (set by an administrator, or signed in through SSO and set one), or the address
+    # was corrected, an old link must not replace it: whoever held the link would take over.
+    if user.has_usable_password() or invitation.email.casefold() != (user.email or "").casefold():
+        return None
+    return invitation
 
 
 class InvitationUnusable(ValidationError):

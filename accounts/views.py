@@ -24,6 +24,7 @@ from accounts.services import InvitationUnusable, invitation_accept, invitation_
 from accounts.sessions import end_all_sessions, end_session
 from answers.credentials import question_credential_revoke_own
 from answers.models import QuestionCredential
+from brain.sign_in_forms import SignInForm
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_revoke
 from grants.audit import audit_record
@@ -159,6 +160,7 @@ class SignInView(LoginView):
     """Django's sign-in, offering single sign-on beside the password when it is configured."""
 
     template_name = "registration/login.html"
+    authentication_form = SignInForm  # the username bounded before it is tried (a 500 past 255)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)

@@ -84,7 +84,16 @@ def guarded_changelist(
 
 
 class BrainAdminSite(admin.AdminSite):
-    """The admin site: every model's change list is guarded (see the module's docstring)."""
+    """The admin site: every model's change list is guarded (see the module's docstring), and
+    its sign-in form bounds the username (``brain.sign_in_forms``)."""
+
+    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        # Imported at the first sign-in: this module is loaded while the apps are being
+        # populated, before the auth forms (and their models) can be.
+        from brain.sign_in_forms import AdminSignInForm
+
+        self.login_form = AdminSignInForm
+        return super().login(request, extra_context)
 
     def admin_view(self, view: View, cacheable: bool = False) -> View:
         model_admin = getattr(view, "__self__", None)

@@ -29,3 +29,23 @@ def client_ip(request: HttpRequest) -> str:
         return str(ipaddress.ip_address(forwarded[-trusted]))
     except ValueError:
         return peer
+
+
+def client_network(request: HttpRequest) -> str:
+    """``client_ip``, with an IPv6 address widened to its /64 (named by its first address) —
+    what per-address limits count.
+
+    One IPv6 subscriber holds a whole /64 (2^64 addresses): counted per address, sign-in
+    failures rotated through it never paused anyone. IPv4 addresses are kept as they are.
+    """
+    address = client_ip(request)
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is that IPv4 address
+            return str(parsed.ipv4_mapped)
+        # The /64's first address, not "…/64": axes keeps it in an IP-address column.
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False).network_address)
+    return str(parsed)

@@ -64,10 +64,14 @@ if _base.path not in ("", "/") or _base.query or _base.fragment:
 _extra_hosts = [h.strip() for h in (env_str("BRAIN_ALLOWED_HOSTS") or "").split(",") if h.strip()]
 ALLOWED_HOSTS = sorted({_base.hostname or "localhost", "127.0.0.1", "localhost", *_extra_hosts})
 CSRF_TRUSTED_ORIGINS = [BRAIN_BASE_URL]
+_hsts_seconds = env_int("BRAIN_HSTS_SECONDS", 31_536_000, minimum=0)  # read (and checked) even over http
 if _base.scheme == "https":
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Browsers that have seen the brain over https never try it over http again (the first
+    # plain request is where a network attacker strips TLS); 0 turns the header off.
+    SECURE_HSTS_SECONDS = _hsts_seconds
 
 INSTALLED_APPS = [
     "brain.admin_site.BrainAdminConfig",  # django.contrib.admin, its lists guarded (brain/admin_site.py)
@@ -273,7 +277,7 @@ AXES_LOCKOUT_CALLABLE = "brain.views.sign_in_paused"
 AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not kept; failures are (AccessAttempt)
 AXES_VERBOSE = False
 BRAIN_TRUSTED_PROXY_COUNT = env_int("BRAIN_TRUSTED_PROXY_COUNT", 0, minimum=0, maximum=10)
-AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_ip"
+AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_network"  # an IPv6 /64 counts as one address
 LOGIN_URL = "/login/"
 # An invitation link works once and expires after this many hours.
 BRAIN_INVITATION_HOURS = env_int("BRAIN_INVITATION_HOURS", 72, minimum=1, maximum=24 * 30)

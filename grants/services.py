@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from axes.utils import reset as axes_reset
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import send_mail
@@ -51,8 +52,12 @@ def member_create(
         raise ValidationError(refusals)
     User = get_user_model()
     with transaction.atomic():
-        if User.objects.filter(username=username).exists():
+        # Case-insensitively: "Bob" beside "bob" is one person to everyone reading a name, and
+        # two members sharing an address both lose single sign-on (it matches by email).
+        if User.objects.filter(username__iexact=username).exists():
             raise ValidationError({"username": f"a user named {username!r} already exists"})
+        if email and User.objects.filter(email__iexact=email.strip()).exists():
+            raise ValidationError({"email": "another member already uses this email address"})
         user = User(username=username, email=email)
         user.full_clean(exclude=["password"])
         if password:
@@ -360,6 +365,8 @@ def password_set_by_administrator(*, actor: Principal, user: Any) -> None:
     """
     username = str(user.get_username())
     audit_record(actor=actor, action="member.password_set", target_type="user", target=username)
+    # The sign-in pause tells the person to ask for a new password: with it, they may sign in.
+    axes_reset(username=username)
     if not user.email:
         logger.warning("password of %s set by an administrator; they have no email address to be told", username)
         return

@@ -28,7 +28,7 @@ from oauth2_provider.views.dynamic_client_registration import (
 )
 from oauthlib.common import urldecode
 
-from brain.client_ip import client_ip
+from brain.client_ip import client_network
 from brain.inputs import InputRefused, parse_json
 from brain.ratelimit import RateLimited, hit
 from brain.text.secrets import NulRefused, SecretRefused, refuse
@@ -174,7 +174,7 @@ class RegistrationView(DynamicClientRegistrationView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            hit(principal_key=f"ip:{client_ip(request)}", rate_class="register")
+            hit(principal_key=f"ip:{client_network(request)}", rate_class="register")
         except RateLimited as limited:
             throttled = JsonResponse(
                 {"error": "rate_limited", "error_description": "Too many registrations; try again shortly."},

@@ -294,6 +294,35 @@ class InvitationTests(BrainTestCase):
         assert b"error" in weak.content
         assert Invitation.objects.get().state == "pending"
 
+    def test_the_link_stops_once_the_person_has_a_password_or_another_address(self) -> None:
+        # Otherwise whoever holds the link replaces the password an administrator set, and is them.
+        self.invite(email="dana@wrong.example")
+        link = self.link()
+        dana = Member.objects.get(user__username="dana")
+        user = dana.user
+        user.email = "dana@example.com"  # an administrator corrects the address
+        user.save(update_fields=["email"])
+        holder = Client()
+        holder.get(link)
+        assert holder.get("/invite/accept").status_code == 410
+        user.email = "dana@wrong.example"
+        user.set_password("set by an administrator 7")
+        user.save()
+        holder = Client()
+        holder.get(link)
+        assert holder.get("/invite/accept").status_code == 410
+        assert holder.post("/invite/accept", {"new_password1": "taken over 42 x", "new_password2": "taken over 42 x"}
+                           ).status_code == 410  # fmt: skip
+        assert signed_in("dana", "set by an administrator 7")
+
+    def test_an_address_or_a_name_already_taken_is_refused_whatever_its_case(self) -> None:
+        for username, email in (("bobby", "BOB@example.com"), ("Bob", "bob2@example.com")):
+            with self.subTest(username=username, email=email):
+                response = self.invite(username=username, email=email)
+                assert response.status_code == 200
+                assert "already" in response.content.decode()
+                assert not Member.objects.filter(user__username=username).exists()
+
     def test_a_new_invitation_withdraws_the_old_link(self) -> None:
         self.invite()
         first = self.link()

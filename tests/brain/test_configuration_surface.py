@@ -128,3 +128,15 @@ def test_every_variable_the_settings_read_is_in_the_readme() -> None:
     names = {name for _, name in typed_variables(SETTINGS, typed_only=False)}
     missing = sorted(name for name in names if not readme_documents(name, readme))
     assert not missing, f"add these to the README's configuration table: {missing}"
+
+
+def test_an_https_brain_sends_hsts_and_secure_cookies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BRAIN_BASE_URL", "https://brain.example.org")
+    settings = runpy.run_path(str(SETTINGS), run_name="brain_settings_probe")
+    assert settings["SECURE_HSTS_SECONDS"] == 31_536_000
+    assert settings["SESSION_COOKIE_SECURE"]
+    assert settings["CSRF_COOKIE_SECURE"]
+    monkeypatch.setenv("BRAIN_HSTS_SECONDS", "0")
+    assert runpy.run_path(str(SETTINGS), run_name="brain_settings_probe")["SECURE_HSTS_SECONDS"] == 0
+    monkeypatch.setenv("BRAIN_BASE_URL", "http://127.0.0.1:8000")
+    assert "SECURE_HSTS_SECONDS" not in runpy.run_path(str(SETTINGS), run_name="brain_settings_probe")

@@ -35,6 +35,33 @@ class SignInThrottleTests(TestCase):
         # Elsewhere, the same person still signs in: nobody can lock a colleague out.
         assert self.sign_in(PASSWORD, address="198.51.100.20").status_code == 302
 
+    def test_one_ipv6_subscriber_is_one_address_and_a_reset_password_unpauses(self) -> None:
+        # Rotating through one /64 (2^64 addresses a subscriber holds) used to be unlimited.
+        for host in range(10):
+            self.sign_in("wrong", address=f"2001:db8:5:7::{host + 1:x}")
+        assert self.sign_in(PASSWORD, address="2001:db8:5:7::ffff").status_code == 429
+        assert self.sign_in(PASSWORD, address="2001:db8:5:8::1").status_code == 302  # another subscriber
+        self.client.logout()
+        # The pause page says to ask an administrator for a new password: setting one unpauses.
+        from grants.services import password_set_by_administrator
+
+        password_set_by_administrator(actor=SYSTEM, user=get_user_model().objects.get(username="alice"))
+        assert self.sign_in(PASSWORD, address="2001:db8:5:7::ffff").status_code == 302
+
+    def test_a_username_past_its_length_is_a_form_error_not_a_server_error(self) -> None:
+        self.client.raise_request_exception = False
+        for path in ("/login/", "/admin/login/"):
+            for length in (151, 256, 5000):
+                with self.subTest(path=path, length=length):
+                    response = self.client.post(
+                        path, {"username": "a" * length, "password": "x"}, REMOTE_ADDR="203.0.113.8"
+                    )
+                    assert response.status_code == 200, response.status_code
+                    assert response.context["form"].errors["username"], response.context["form"].errors
+        from axes.models import AccessAttempt
+
+        assert not AccessAttempt.objects.filter(username__startswith="aaaa").exists()  # never tried
+
     def test_a_success_clears_the_count(self) -> None:
         for _ in range(9):
             self.sign_in("wrong")

@@ -179,8 +179,9 @@ class OAuthRuleTests(TestCase):
 
     def test_registrations_are_rate_limited_per_client_address(self) -> None:
         body = json.dumps({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
-        # Fresh addresses: rate windows live in Redis for a minute, across tests.
-        first, second = (f"2001:db8::{secrets.token_hex(2)}:{secrets.token_hex(2)}" for _ in range(2))
+        # Fresh subscribers (an IPv6 /64 counts as one address): rate windows live in Redis for a
+        # minute, across tests.
+        first, second = (f"2001:db8:{secrets.token_hex(2)}:{secrets.token_hex(2)}::1" for _ in range(2))
         start_of_fresh_rate_window()
         with self.settings(BRAIN_MCP_RATE_LIMITS={"register": 2}):
             statuses = [

@@ -1,0 +1,33 @@
+"""Sign-in forms (the site's and the admin's) whose username is bounded before anyone checks it.
+
+Django's ``AuthenticationForm`` sets the username field's ``max_length`` (150) after the field's
+validators were built, so it is shown, not enforced: a 256-character name went on to
+``authenticate`` and to django-axes, whose failure record (255 characters) raised a database
+error — a 500 on the sign-in page. Here the bound is a validator: a longer name is a form
+error, never a sign-in attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import MaxLengthValidator
+
+
+class _BoundedUsername:
+    fields: dict[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        field = self.fields["username"]
+        field.validators.append(MaxLengthValidator(field.max_length or 150))
+
+
+class SignInForm(_BoundedUsername, AuthenticationForm):
+    """The sign-in page's form."""
+
+
+class AdminSignInForm(_BoundedUsername, AdminAuthenticationForm):
+    """The admin's sign-in form."""
