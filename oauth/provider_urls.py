@@ -29,7 +29,7 @@ urlpatterns = [
         name="oauth-resource-metadata-mcp",
     ),
     path("oauth/authorize/", views.ConsentView.as_view(), name="authorize"),
-    path("oauth/token/", dot.TokenView.as_view(), name="token"),
+    path("oauth/token/", views.BrainTokenView.as_view(), name="token"),
     path("oauth/revoke/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(

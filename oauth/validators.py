@@ -9,6 +9,7 @@ other resource is refused with ``invalid_target``.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from django.conf import settings
@@ -31,6 +32,23 @@ def resource_refusal(resources: list[str]) -> str | None:
     foreign = [resource for resource in resources if resource.rstrip("/") not in allowed]
     if foreign:
         return f"This server issues tokens only for the resources {', '.join(allowed)}."
+    return None
+
+
+# RFC 7636 §4.1–4.2: a verifier is 43–128 unreserved characters; an S256 challenge is the
+# base64url of a SHA-256 digest, 43 characters.
+_VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+_S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+def pkce_challenge_refusal(query: Any) -> str | None:
+    """Why an authorization request's PKCE challenge is unusable, or None (a missing one is the
+    toolkit's to refuse). Checked before the consent page: an over-long challenge was a database
+    error when the person clicked Connect, and a short one made the verifier easy to guess."""
+    challenge = query.get("code_challenge")
+    method = query.get("code_challenge_method", "S256")  # any other method the toolkit refuses, by redirect
+    if method == "S256" and challenge is not None and not _S256_CHALLENGE.fullmatch(challenge):
+        return "code_challenge must be the 43-character base64url SHA-256 of the code verifier (RFC 7636)."
     return None
 
 
@@ -71,13 +89,31 @@ class BrainOAuth2Validator(OAuth2Validator):
         return saved
 
     def validate_code(self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
-        """A code seen before revokes everything issued from it, then fails like any bad code."""
+        """A code seen before revokes everything issued from it (whichever client presents it
+        again: any replay means the code leaked), then fails like any bad code. A verifier that
+        is not RFC 7636's shape fails too. A code whose person is no longer an active member
+        buys nothing."""
+        verifier = getattr(request, "code_verifier", None)
+        if verifier is not None and not _VERIFIER.fullmatch(str(verifier)):
+            return False
         if super().validate_code(client_id, code, client, request, *args, **kwargs):
-            return True
-        redeemed = RedeemedCode.objects.filter(code_sha256=_code_digest(code), application_id=client.pk).first()
+            return _active_member(getattr(request, "user", None))
+        redeemed = RedeemedCode.objects.filter(code_sha256=_code_digest(code)).first()
         if redeemed is not None:
             revoke_tokens_of(redeemed)
         return False
+
+    def validate_refresh_token(self, refresh_token: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
+        """The toolkit's check, and the person still an active member: a member deactivated
+        outside suspension (which revokes everything) must not refresh into new tokens."""
+        valid = super().validate_refresh_token(refresh_token, client, request, *args, **kwargs)
+        return bool(valid) and _active_member(getattr(request, "user", None))
+
+
+def _active_member(user: Any) -> bool:
+    from grants.principals import principal_for_user
+
+    return user is not None and principal_for_user(user) is not None
 
 
 def revoke_tokens_of(redeemed: RedeemedCode) -> int:

@@ -21,7 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, Js
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView
+from oauth2_provider.views import AuthorizationView, TokenView
 from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
@@ -39,9 +39,32 @@ from grants.principals import principal_for_user
 from oauth.config import mcp_resource
 from oauth.selectors import connections_for
 from oauth.services import connection_revoke
-from oauth.validators import resource_refusal
+from oauth.validators import pkce_challenge_refusal, resource_refusal
 
 REGISTRABLE_GRANT_TYPES = {"authorization_code", "refresh_token"}
+
+
+class BrainTokenView(TokenView):
+    """The token endpoint, for the grants this server offers and nothing else.
+
+    oauthlib checks a password grant's username and password before it checks whether the
+    grant is allowed: with any public client id, /oauth/token/ answered a right password
+    differently from a wrong one — a second, unthrottled place to test passwords (OAuth 2.1
+    removes the grant). The device grant was processed too. Anything but the authorization
+    code and refresh grants is refused before the toolkit sees it.
+    """
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        grants = request.POST.getlist("grant_type")
+        if len(grants) != 1 or grants[0] not in REGISTRABLE_GRANT_TYPES:
+            offered = "authorization_code and refresh_token"
+            body = {
+                "error": "unsupported_grant_type",
+                "error_description": f"This server issues tokens for {offered} only.",
+            }
+            return JsonResponse(body, status=400, headers={"Cache-Control": "no-store"})
+        response: HttpResponseBase = super().post(request, *args, **kwargs)
+        return response
 
 
 class ConsentView(AuthorizationView):
@@ -65,6 +88,17 @@ class ConsentView(AuthorizationView):
             refusal = resource_refusal(request.GET.getlist("resource"))
             if refusal is not None:
                 return render(request, "oauth/refused.html", {"reason": refusal}, status=400)
+            if "approval_prompt" in request.GET:
+                # The person consents every time. The toolkit's approval_prompt=auto minted a code
+                # on a GET (no form, no CSRF) whenever any token of the app covered the scopes,
+                # whatever resource was asked: a client consented for MCP widened itself to
+                # /api/v1, unaudited. The parameter is not OAuth's; it is dropped.
+                without = request.GET.copy()
+                del without["approval_prompt"]
+                request.GET = without  # type: ignore[assignment]
+            problem = pkce_challenge_refusal(request.GET)
+            if problem is not None:
+                return render(request, "oauth/refused.html", {"reason": problem}, status=400)
         response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
         return response
 
@@ -107,6 +141,11 @@ class ConsentView(AuthorizationView):
 _LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 
 
+# RFC 7591 §2's human-readable and URL fields: each one string.
+TEXT_METADATA = ("client_name", "client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version")
+MAX_REDIRECT_URIS = 20
+
+
 def _redirect_refusal(uri: str) -> str | None:
     """RFC 8252 + 9700: https, plain http only to a loopback address, or an app's own scheme.
 
@@ -137,9 +176,15 @@ def _refused_metadata(metadata: dict[str, Any], current: Any = None) -> str | No
     and refresh grants are offered. ``current`` (an update, RFC 7592) may not be widened:
     no new grant type, no other client authentication, no redirect URI it did not have.
     """
+    for name in TEXT_METADATA:
+        # RFC 7591 §2: strings. A dict or a nested list was stored as its repr, past the detector.
+        if name in metadata and metadata[name] is not None and not isinstance(metadata[name], str):
+            return f"{name} must be a string"
     for name, value in metadata.items():
         values = value if isinstance(value, list) else [value]
         for item in values:
+            if isinstance(value, list) and isinstance(item, list | dict):
+                return f"{str(name)[:64]} must be a list of strings"
             if isinstance(item, str):
                 try:
                     refuse(item, field=str(name)[:64])
@@ -151,7 +196,13 @@ def _refused_metadata(metadata: dict[str, Any], current: Any = None) -> str | No
     redirect_uris = metadata.get("redirect_uris", [])
     if not isinstance(redirect_uris, list):
         return "redirect_uris must be a list"
+    if len(redirect_uris) > MAX_REDIRECT_URIS:
+        return f"at most {MAX_REDIRECT_URIS} redirect URIs a client"
     for uri in redirect_uris:
+        if not isinstance(uri, str) or any(character.isspace() for character in uri):
+            # The toolkit stores the list space-separated: "http://127.0.0.1/cb http://evil/cb"
+            # passed as one loopback URI and came back as two, the second plain http anywhere.
+            return "each redirect URI is one string with no spaces in it"
         problem = _redirect_refusal(str(uri))
         if problem is not None:
             return problem

@@ -493,3 +493,86 @@ class OAuthRuleTests(TestCase):
         refused = self.authorize(client_id, code_challenge=pkce()[1], code_challenge_method="S256")
         assert refused.status_code == 403
         assert "active member" in refused.content.decode()
+
+    # ----------------------------------------------------------------- what an audit found, held shut
+
+    def test_approval_prompt_auto_never_skips_the_consent_page(self) -> None:
+        issued = self.connect()  # a live token of this app, for corpus:read on /api/mcp
+        _verifier, challenge = pkce()
+        query = {"response_type": "code", "client_id": issued["client_id"], "redirect_uri": REDIRECT, "state": "s",
+                 "scope": "corpus:read", "code_challenge": challenge, "code_challenge_method": "S256",
+                 "approval_prompt": "auto", "resource": f"{BASE}/api/v1"}  # fmt: skip
+        answer = self.client.get("/oauth/authorize/?" + urlencode(query))
+        assert answer.status_code == 200  # the consent page, not a 302 with a code
+        assert answer.context["form"] is not None
+
+    def test_registration_takes_one_uri_a_string_and_text_names(self) -> None:
+        refused = [
+            {"redirect_uris": ["http://127.0.0.1/cb http://evil.example/cb"]},
+            {"redirect_uris": ["http://127.0.0.1/cb\thttp://evil.example/cb"]},
+            {"redirect_uris": [REDIRECT], "client_name": {"x": "Agent AKIAQYLPMN5HHHFPZAM2"}},
+            {"redirect_uris": [REDIRECT], "client_name": [["Agent"]]},
+            {"redirect_uris": [REDIRECT], "client_name": 5},
+            {"redirect_uris": [f"http://127.0.0.1:{port}/cb" for port in range(40000, 40021)]},
+        ]
+        for metadata in refused:
+            with self.subTest(metadata=str(metadata)[:80]):
+                body = json.dumps({"token_endpoint_auth_method": "none", **metadata})
+                response = self.client.post("/oauth/register/", data=body, content_type="application/json")
+                assert response.status_code == 400, response.content
+                assert response.json()["error"] == "invalid_client_metadata"
+                assert "AKIA" not in response.content.decode()
+
+    def test_the_token_endpoint_knows_no_password_or_device_grant(self) -> None:
+        client_id = self.register()["client_id"]
+        self.alice.user.set_password("the right password 1")
+        self.alice.user.save()
+        answers = [
+            self.token(grant_type="password", username="alice", password=password, client_id=client_id)
+            for password in ("the right password 1", "a wrong one")
+        ]
+        assert [a.status_code for a in answers] == [400, 400]
+        assert answers[0].json() == answers[1].json()
+        assert answers[0].json()["error"] == "unsupported_grant_type"
+        device = self.token(grant_type="urn:ietf:params:oauth:grant-type:device_code", device_code="x",
+                            client_id=client_id)  # fmt: skip
+        assert device.json()["error"] == "unsupported_grant_type"
+        twice = self.client.post("/oauth/token/", data={"grant_type": ["refresh_token", "password"]})
+        assert twice.json()["error"] == "unsupported_grant_type"
+
+    def test_pkce_values_have_rfc_7636_shapes(self) -> None:
+        client_id = self.register()["client_id"]
+        for challenge in ("short", "a" * 129, "a" * 42 + "!"):
+            with self.subTest(challenge=challenge[:20]):
+                answer = self.authorize(client_id, code_challenge=challenge, code_challenge_method="S256")
+                assert answer.status_code == 400
+                assert "RFC 7636" in answer.content.decode()
+        for verifier in ("x" * 10, "x" * 200, "é" * 50, "a b" * 20):
+            with self.subTest(verifier=verifier[:20]):
+                challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+                code = self.code_for(client_id, challenge)
+                exchange = self.token(grant_type="authorization_code", code=code, redirect_uri=REDIRECT,
+                                      client_id=client_id, code_verifier=verifier)  # fmt: skip
+                assert exchange.status_code == 400
+                assert exchange.json()["error"] == "invalid_grant"
+
+    def test_an_inactive_member_refreshes_nothing_and_a_code_replayed_by_another_client_revokes(self) -> None:
+        issued = self.connect()
+        self.alice.is_active = False
+        self.alice.save(update_fields=["is_active"])
+        refused = self.token(grant_type="refresh_token", refresh_token=issued["refresh_token"],
+                             client_id=issued["client_id"])  # fmt: skip
+        assert refused.status_code == 400
+        self.alice.is_active = True
+        self.alice.save(update_fields=["is_active"])
+        # A code redeemed by one client and presented again by another: the first client's tokens die.
+        first = self.register()
+        verifier, challenge = pkce()
+        code = self.code_for(first["client_id"], challenge, resource=MCP)
+        exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                    "code_verifier": verifier, "resource": MCP}  # fmt: skip
+        tokens = self.token(client_id=first["client_id"], **exchange).json()
+        assert self.mcp(tokens["access_token"]).status_code == 200
+        other = self.register()
+        assert self.token(client_id=other["client_id"], **exchange).status_code == 400
+        assert self.mcp(tokens["access_token"]).status_code == 401
