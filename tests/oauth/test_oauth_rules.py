@@ -507,7 +507,7 @@ class OAuthRuleTests(TestCase):
         assert answer.context["form"] is not None
 
     def test_registration_takes_one_uri_a_string_and_text_names(self) -> None:
-        refused = [
+        refused: list[dict[str, Any]] = [
             {"redirect_uris": ["http://127.0.0.1/cb http://evil.example/cb"]},
             {"redirect_uris": ["http://127.0.0.1/cb\thttp://evil.example/cb"]},
             {"redirect_uris": [REDIRECT], "client_name": {"x": "Agent AKIAQYLPMN5HHHFPZAM2"}},
