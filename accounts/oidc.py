@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
@@ -41,6 +41,8 @@ class MemberOIDCBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
             return super().authenticate(request, **kwargs)
         except (SuspiciousOperation, requests.RequestException, ValueError) as error:
             logger.warning("single sign-on refused: %s", type(error).__name__)
+            if request is not None:
+                request.brain_sso_problem = "provider"  # type: ignore[attr-defined]  # for the failure page
             return None
 
     def get_payload_data(self, token: bytes | str, key: Any) -> dict[str, Any]:
@@ -92,8 +94,32 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     return response
 
 
+class _Callback(OIDCAuthenticationCallbackView):  # type: ignore[misc]
+    """The library's callback, sending a failed sign-on back with why it failed."""
+
+    @property
+    def failure_url(self) -> str:
+        # cancelled: the provider sent an error back (the person declined, or it refused them);
+        # provider: it answered nothing verifiable or could not be reached; failed: no one
+        # active member has the address it vouched for.
+        if "error" in self.request.GET:
+            return f"{settings.LOGIN_URL}?sso=cancelled"
+        if "code" in self.request.GET and "oidc_states" not in self.request.session:
+            return f"{settings.LOGIN_URL}?sso=expired"  # no sign-on started in this browser (any more)
+        return f"{settings.LOGIN_URL}?sso={getattr(self.request, 'brain_sso_problem', 'failed')}"
+
+
 def callback(request: HttpRequest) -> HttpResponse:
-    """The provider's redirect back: exchange the code, verify the ID token, sign the member in."""
+    """The provider's redirect back: exchange the code, verify the ID token, sign the member in.
+
+    A callback that cannot be matched to the sign-on this browser started (reloaded after it
+    finished, opened from history, a state that does not match) goes back to the sign-in page
+    saying so, instead of a bare 400.
+    """
     _enabled()
-    response: HttpResponse = OIDCAuthenticationCallbackView.as_view()(request)
+    try:
+        response: HttpResponse = _Callback.as_view()(request)
+    except SuspiciousOperation:
+        logger.warning("single sign-on callback refused: no matching sign-on in this browser")
+        return HttpResponseRedirect(f"{settings.LOGIN_URL}?sso=expired")
     return response

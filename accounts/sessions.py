@@ -96,6 +96,16 @@ def end_session(session: SignedInSession) -> None:
     Session.objects.filter(session_key=session.session_id).delete()
 
 
+def end_other_sessions(request: HttpRequest) -> int:
+    """After a password change: keep this browser's session (registered again under the key
+    Django just cycled it to), end every other one, and return how many those were."""
+    previous = request.session.get(_KEY_KEY)
+    register(request, request.user)
+    if previous and previous != request.session.session_key:
+        SignedInSession.objects.filter(session_id=previous).delete()  # this browser, under its old key
+    return end_all_sessions(request.user, keep=request.session.session_key)
+
+
 def end_all_sessions(user: Any, *, keep: str | None = None) -> int:
     """End every registered session of ``user`` except the one keyed ``keep``; returns how many."""
     entries = SignedInSession.objects.filter(user=user)

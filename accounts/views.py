@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts.models import SignedInSession
 from accounts.services import InvitationUnusable, invitation_accept, invitation_pending
-from accounts.sessions import end_all_sessions, end_session
+from accounts.sessions import end_all_sessions, end_other_sessions, end_session
 from answers.credentials import question_credential_revoke_own
 from answers.models import QuestionCredential
 from brain.sign_in_forms import SignInForm
@@ -165,19 +165,23 @@ class SignInView(LoginView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         context["sso_label"] = settings.BRAIN_OIDC_LABEL if settings.BRAIN_OIDC_ENABLED else ""
-        context["sso_failed"] = self.request.GET.get("sso") == "failed"
+        problem = self.request.GET.get("sso", "")
+        context["sso_problem"] = problem if problem in ("failed", "cancelled", "provider", "expired") else ""
         return context
 
 
 class PasswordChange(PasswordChangeView):
-    """Change your own password; your other sessions stay signed in until you end them (Security)."""
+    """Change your own password. Django ends every other session (each holds a hash of the old
+    password); their register entries go too, so the Security page lists only what is signed in."""
 
     template_name = "accounts/password_change.html"
     success_url = reverse_lazy("accounts:security")
 
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
+        ended = end_other_sessions(self.request)
         audit_record(actor=principal_for_user(self.request.user), action="member.password_change",
                      target_type="user", target=str(self.request.user.get_username()))  # fmt: skip
-        messages.success(self.request, "Password changed. Sign out of any session you do not recognise below.")
+        elsewhere = f" Your {ended} other session{'s' if ended != 1 else ''} ended." if ended else ""
+        messages.success(self.request, f"Password changed.{elsewhere}")
         return response

@@ -29,6 +29,7 @@ from builds.models import Build, BuildCredential
 from builds.services import build_credential_issue, build_open
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
+from grants.services import member_create
 from memory.models import Memory, MemoryApiToken, MemoryPreference, Workspace
 from memory.services import memory_remember
 from memory.tokens import api_token_issue
@@ -494,7 +495,16 @@ class OwnCredentialTests(BrainTestCase):
             ).status_code
             assert status == 401, path
 
-    def test_a_password_change_keeps_this_session_registered(self) -> None:
+    def test_a_member_without_a_password_is_told_why_there_is_none_to_change(self) -> None:
+        dora = Member.objects.get(pk=member_create(actor=SYSTEM, username="dora").pk)  # no password: SSO only
+        browser = Client()
+        browser.force_login(dora.user)
+        page = browser.get("/account/password/").content.decode()
+        assert "You have no Brain password" in page
+        assert 'name="old_password"' not in page
+
+    def test_a_password_change_keeps_this_session_registered_and_lists_no_ended_one(self) -> None:
+        phone = signed_in("bob", "pw-bob-12345")
         laptop = signed_in("bob", "pw-bob-12345")
         before = laptop.session.session_key
         changed = laptop.post(
@@ -506,8 +516,11 @@ class OwnCredentialTests(BrainTestCase):
             },
         )
         assert changed.status_code == 302
+        assert "Your 1 other session ended." in laptop.get("/account/security/").content.decode()
         assert laptop.session.session_key != before  # Django cycles the key
         assert is_signed_in(laptop)
+        assert not is_signed_in(phone)
+        # The Security page lists only what is still signed in: the phone's entry went with it.
         (entry,) = SignedInSession.objects.filter(user=self.bob.user)
         assert entry.session_id == laptop.session.session_key
         assert AuditEvent.objects.filter(action="member.password_change", target="bob").exists()

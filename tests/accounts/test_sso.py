@@ -75,11 +75,12 @@ class SingleSignOnTests(BrainTestCase):
     def test_an_id_token_for_another_audience_or_issuer_is_refused(self) -> None:
         self.provider.audience_override = "someone-else"
         _, done = self.sign_in_as("bob@example.com")
-        assert done["Location"] == "/login/?sso=failed"
+        assert done["Location"] == "/login/?sso=provider"  # nothing Brain could check
         self.provider.audience_override = None
         self.provider.issuer_override = "https://evil.example"
         _, done = self.sign_in_as("bob@example.com")
-        assert done["Location"] == "/login/?sso=failed"
+        assert done["Location"] == "/login/?sso=provider"
+        assert "did not answer in a way Brain could check" in Client().get(done["Location"]).content.decode()
 
     def test_a_provider_that_is_down_is_a_failed_sign_in_not_a_server_error(self) -> None:
         browser = Client()
@@ -89,7 +90,19 @@ class SingleSignOnTests(BrainTestCase):
         self.provider.__exit__(None, None, None)
         done = browser.get(callback)
         assert done.status_code == 302
-        assert done["Location"] == "/login/?sso=failed"
+        assert done["Location"] == "/login/?sso=provider"
+
+    def test_a_cancelled_or_finished_sign_on_says_so_not_a_bare_400(self) -> None:
+        browser = Client()
+        browser.get("/sso/start")
+        cancelled = browser.get("/sso/callback?error=access_denied&state=x")
+        assert cancelled["Location"] == "/login/?sso=cancelled"
+        assert "cancelled or refused" in Client().get(cancelled["Location"]).content.decode()
+        for other in (Client(), browser):  # no sign-on started there; one started, another state
+            replayed = other.get("/sso/callback?code=used&state=not-this-browsers")
+            assert replayed.status_code == 302
+            assert replayed["Location"] == "/login/?sso=expired"
+        assert "Start it again" in Client().get(replayed["Location"]).content.decode()
 
 
 class SingleSignOnOffTests(BrainTestCase):
