@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import resolve_url
 
 from brain.ratelimit import RateLimited, hit, throttled
 from grants.models import Member
@@ -24,11 +27,26 @@ R = TypeVar("R", bound=HttpResponseBase)
 
 
 def member_required(view: Callable[..., R]) -> Callable[..., R]:
-    """Call ``view(request, member, *args, **kwargs)`` with the request's active member."""
+    """Call ``view(request, member, *args, **kwargs)`` with the request's active member.
+
+    A signed-out htmx request (a page's part polling or swapping in) is told to load the
+    sign-in page whole (``HX-Redirect``): followed as a redirect, the sign-in page was swapped
+    into the part — an answer box holding a login form.
+    """
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if not request.user.is_authenticated and request.headers.get("HX-Request") == "true":
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = (
+                f"{resolve_url(settings.LOGIN_URL)}?{urlencode({'next': request.get_full_path()})}"
+            )
+            return response
+        return signed_in(request, *args, **kwargs)
 
     @login_required
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> R:
+    def signed_in(request: HttpRequest, *args: Any, **kwargs: Any) -> R:
         member: Member | None = principal_for_user(request.user)
         if member is None:
             raise Http404

@@ -81,3 +81,11 @@ class DomainErrorTranslationTests(TestCase):
         lost = problem_for(OperationalError("connection to server was lost"))
         assert lost is not None
         assert (lost.status, lost.retry_after) == (503, 10)
+
+    def test_a_signed_out_htmx_request_is_sent_to_sign_in_whole(self) -> None:
+        # Followed as a redirect, the sign-in page was swapped into the polling part.
+        for path in ("/ask/1", "/memory/"):
+            answer = self.client.get(path, HTTP_HX_REQUEST="true")
+            assert answer.status_code == 204, (path, answer.status_code)
+            assert answer["HX-Redirect"].startswith("/login/?next=")
+            assert self.client.get(path).status_code == 302  # a plain request: the usual redirect
