@@ -102,7 +102,12 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
     context: dict[str, Any] = {"query": query, "workspace": workspace, "tag": tag, "degraded": False}
     context["insights"] = [] if query else latest_for(member)
     if query:
-        found = memory_recall(actor=member, query=query, top_k=20, tag=tag, workspace=workspace)
+        try:
+            found = memory_recall(actor=member, query=query, top_k=20, tag=tag, workspace=workspace)
+        except MemoryInvalid as invalid:
+            # The search box keeps what was typed, with why it was not run (as /search does).
+            messages.error(request, str(invalid))
+            return render(request, "memory/dashboard.html", {**context, "results": []}, status=400)
         context["results"] = [(item.memory, item.similarity) for item in found.results]
         context["degraded"] = found.degraded
     else:

@@ -104,3 +104,13 @@ class DashboardTests(TestCase):
             page = self.client.post("/account/memory-tokens/", {"name": "x", "scopes": scopes}, follow=True)
             assert "scopes must be some of" in page.content.decode()
         assert not MemoryApiToken.objects.filter(member=self.alice).exists()
+
+    def test_a_search_that_cannot_run_keeps_what_was_typed(self) -> None:
+        self.client.force_login(self.alice.user)
+        for params, reason in (({"q": "ship " * 300}, "at most 1000 characters"),
+                               ({"q": "deploys", "workspace": "everyone"}, "workspace must be")):  # fmt: skip
+            answer = self.client.get("/memory/", params)
+            assert answer.status_code == 400
+            html = answer.content.decode()
+            assert reason in html.replace("&quot;", '"')
+            assert params["q"].strip()[:40] in html
