@@ -396,8 +396,30 @@ def questions_sweep() -> int:
 TERMINAL = (Question.Status.ANSWERED, Question.Status.REFUSED, Question.Status.FAILED)
 
 
+WITHDRAWN = (
+    "This answer cited a page you can no longer read, so it is not shown. Ask again: the new answer "
+    "will come from what you can read now."
+)
+
+
+def as_readable_now(question: Question, asker: Member | ServiceAccount) -> Question:
+    """``question`` as its asker may see it today: an answer (or a refusal naming pages) that
+    rests on a page they have since lost is withdrawn — its text, citations and named pages —
+    rather than served from what was stored when they could read it. Nothing is written."""
+    cited = {citation.split("#", 1)[0] for citation in question.citations or []} | set(question.refusal_pages or [])
+    if not cited:
+        return question
+    readable = set(Page.objects.visible_to(asker, "read").filter(path__in=cited).values_list("path", flat=True))
+    if cited <= readable:
+        return question
+    question.answer, question.citations, question.refusal_pages = WITHDRAWN, [], []
+    question.refusal_reason = question.refusal_reason and WITHDRAWN
+    return question
+
+
 def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_seconds: float = 10.0) -> Question:
-    """The question once it is finished, or as it stands after ``wait_seconds`` (at most 25).
+    """The question once it is finished, or as it stands after ``wait_seconds`` (at most 25),
+    as the asker may see it now (``as_readable_now``).
 
     Only its asker sees it: anyone else gets ``Question.DoesNotExist``, as for a missing id.
     """
@@ -406,5 +428,5 @@ def question_await(*, actor: Member | ServiceAccount, question_id: int, wait_sec
     while True:
         question = Question.objects.get(pk=question_id, **owner)
         if question.status in TERMINAL or time.monotonic() >= deadline:
-            return question
+            return as_readable_now(question, actor)
         time.sleep(0.25)

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from answers.models import Question
-from answers.services import question_ask
+from answers.services import as_readable_now, question_ask
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.decorators import limited_view, member_required
 from grants.models import Member
@@ -44,6 +44,7 @@ def question(request: HttpRequest, member: Member, question_id: int) -> HttpResp
     found = Question.objects.filter(pk=question_id, asker=member).first()
     if found is None:
         raise Http404
+    found = as_readable_now(found, member)  # never what they could read when they asked, only now
     links = [(citation, citation.split("#", 1)[0], "#" + citation.split("#", 1)[1] if "#" in citation else "")
              for citation in found.citations]  # fmt: skip
     template = "answers/_answer.html" if request.headers.get("HX-Request") else "answers/question.html"

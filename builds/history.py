@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.db.models import OuterRef, Subquery
 
-from builds.models import Build, BuildChange, Promotion
+from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from builds.review import revision_readable
 from builds.selectors import builds_approvable_by
 from corpus.models import Page, Revision
@@ -72,7 +72,7 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
         return readable[scope]
 
     shown_revisions = [revision for revision in revisions if reads(revision)]
-    seen_builds = _builds_visible_to(principal, {r.build_pk for r in shown_revisions if r.build_pk})  # type: ignore[attr-defined]
+    seen_builds = builds_titles_visible_to(principal, {r.build_pk for r in shown_revisions if r.build_pk})  # type: ignore[attr-defined]
     entries = [
         HistoryEntry(
             revision=revision,
@@ -89,7 +89,7 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
     return page, entries
 
 
-def _builds_visible_to(principal: Principal | None, build_ids: set[int]) -> set[int]:
+def builds_titles_visible_to(principal: Principal | None, build_ids: set[int]) -> set[int]:
     """Of ``build_ids``, those whose title and note ``principal`` may be shown: builds they may
     see (``build_get_visible``'s rule) and builds all of whose pages they may read. A constant
     number of queries however many builds."""
@@ -113,18 +113,28 @@ def _builds_visible_to(principal: Principal | None, build_ids: set[int]) -> set[
     if not rest:
         return shown
     changes = list(BuildChange.objects.filter(build_id__in=rest).select_related("revision"))
-    retired = {page.path: page for page in Page.objects.filter(path__in={c.path for c in changes if not c.revision})}
+    # The pages a deletion or a move took out (a move's old path names a page too).
+    wanted = {c.path for c in changes if not c.revision or c.action == BuildChange.Action.MOVE}
+    retired = {page.path: page for page in Page.objects.filter(path__in=wanted)}
     objects: list[tuple[int, tuple[str, str | None, int]]] = []
     unreadable: set[int] = set()
     for change in changes:
         if change.revision is not None:
             document = document_from_revision(change.revision)
             objects.append((change.build_id, (document.path, document.category, int(document.sensitivity))))
-        elif change.path in retired:
-            page = retired[change.path]
-            objects.append((change.build_id, (page.path, page.category, int(page.sensitivity))))
-        else:
-            unreadable.add(change.build_id)
+        if change.revision is None or change.action == BuildChange.Action.MOVE:
+            if change.path in retired:
+                page = retired[change.path]
+                objects.append((change.build_id, (page.path, page.category, int(page.sensitivity))))
+            else:
+                unreadable.add(change.build_id)
+    # A build's captures and figures are part of what its title and note describe.
+    for recorded in BuildCapture.objects.filter(build_id__in=rest).select_related("source"):
+        source = recorded.source
+        objects.append((recorded.build_id, (source.scope_path, source.category, int(source.sensitivity))))
+    for figure in BuildFigure.objects.filter(build_id__in=rest, figure__isnull=False).select_related("figure__page"):
+        page = figure.draft.page  # a pending value's page is one of the build's own changes, weighed above
+        objects.append((figure.build_id, (page.path, page.category, int(page.sensitivity))))
     held = effective_permissions(principal, [item for _, item in objects])
     unreadable |= {build_id for (build_id, _), best in zip(objects, held, strict=True) if best is None}
     return shown | (rest - unreadable)

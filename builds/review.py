@@ -147,6 +147,11 @@ def _approved_pairs(approved: list[dict[str, Any]], viewer: Principal | None, bu
         shown_new, shown_old = shown(new), shown(old)
         if shown_new is None and (new is not None or shown_old is None):
             continue  # the viewer may not read what went live (or what was deleted)
+        if entry["action"] == "move" and shown_old is None:
+            # Moved out of a page the viewer cannot read: to them it arrived as a new page, and
+            # where it came from is not theirs to see.
+            pairs.append(ChangePair(entry["path"], "write", None, shown_new))
+            continue
         pairs.append(ChangePair(entry.get("from") or entry["path"], entry["action"], shown_old, shown_new))
     return pairs
 

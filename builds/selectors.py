@@ -273,6 +273,16 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
         existing = pages.get(target)
         if (
             existing is not None
+            and existing.current_revision_id is not None
+            and not system
+            and held[(existing.path, existing.category, int(existing.sensitivity))] is None
+        ):
+            # A live page the approver cannot read sits where the draft goes: the generic
+            # reason, never its owner, its policy or its history (those named it).
+            block(hidden)
+            continue
+        if (
+            existing is not None
             and existing.current_revision_id is None
             and change.action == "write"
             and existing.updated_at > change.revision.created_at
@@ -576,17 +586,32 @@ def readable_changes(viewer: Principal | None, build: Build) -> set[int]:
     if viewer is None:
         return set()
     pages = pages_at(build)
-    weighed: list[tuple[int, tuple[str, str | None, int]]] = []  # (change id, the object read)
+    weighed: list[tuple[int, tuple[str, str | None, int]]] = []  # (change id, an object it shows)
     for change in changes:
+        page = pages.get(change.path)
+        live = page is not None and page.current_revision_id is not None
         if change.revision is None:  # a deletion: readable when the live page there is
-            page = pages.get(change.path)
-            if page is not None and page.current_revision_id is not None:
+            if page is not None and live:
                 weighed.append((change.pk, (page.path, page.category, int(page.sensitivity))))
             continue
         document = document_from_revision(change.revision)
         weighed.append((change.pk, (document.path, document.category, int(document.sensitivity))))
-    held = held_on(viewer, build, [item for _, item in weighed])  # one query for them all
-    return {change_id for (change_id, _), best in zip(weighed, held, strict=True) if best is not None}
+        if change.action == BuildChange.Action.MOVE:
+            # A move shows where the page comes from and what it holds: the page it moves must
+            # be readable too (a move out of hr/ showed hr/'s path and text to a topics/ approver).
+            # The row stays when the move retires the page: weighed as it was (a promoted
+            # build's approved diff stays visible to whoever could read both ends).
+            if page is None:
+                weighed.append((change.pk, ("", None, -1)))  # nothing there to read: never readable
+            else:
+                weighed.append((change.pk, (page.path, page.category, int(page.sensitivity))))
+    held = held_on(viewer, build, [item for _, item in weighed if item[2] >= 0])  # one query for them all
+    answers = iter(held)
+    readable: dict[int, bool] = {}
+    for change_id, item in weighed:
+        seen = next(answers) is not None if item[2] >= 0 else False
+        readable[change_id] = readable.get(change_id, True) and seen
+    return {change_id for change_id, seen in readable.items() if seen}
 
 
 def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[Any]]:

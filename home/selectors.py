@@ -15,10 +15,11 @@ from django.utils import timezone
 from brain.rows import columns, hydrate
 from builds.models import Build
 from builds.selectors import build_list_awaiting_review
-from corpus.models import Page
+from corpus.models import Page, Revision
 from corpus.selectors import reverify_days
+from corpus.services import document_from_revision
 from grants.models import Member
-from grants.predicates import reaches_sql
+from grants.predicates import effective_permissions, reaches_sql
 from memory.models import Memory
 
 RECENT = 8
@@ -59,7 +60,7 @@ def _recent_promotions(member: Member) -> list[Promoted]:
     Walks revisions newest first (``revision_promoted_recent`` index) and stops at ``RECENT``
     readable ones, checking the access predicate per row."""
     predicate, params = reaches_sql(member, "read", table="corpus_page", alias="p")
-    sql = f"""SELECT p.path, p.title, r.promoted_at, u.username
+    sql = f"""SELECT p.path, p.title, r.promoted_at, u.username, r.id
                 FROM corpus_revision r
                 JOIN corpus_page p ON p.id = r.page_id AND p.current_revision_id IS NOT NULL
                 LEFT JOIN grants_member m ON m.id = r.promoted_by_id
@@ -67,8 +68,19 @@ def _recent_promotions(member: Member) -> list[Promoted]:
                WHERE r.promoted_at IS NOT NULL AND {predicate}
                ORDER BY r.promoted_at DESC, r.id DESC LIMIT %s"""
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*params, RECENT))
-        return [Promoted(*row) for row in cursor.fetchall()]
+        cursor.execute(sql, (*params, RECENT * 3))
+        rows = cursor.fetchall()
+    # The page is readable now; each approval is listed only if its revision was readable as
+    # written (the page history's rule): three approvals made while the page was restricted
+    # told a reader that, and when, someone changed what they could not see.
+    revisions = {revision.pk: revision for revision in Revision.objects.filter(pk__in=[row[4] for row in rows])}
+    objects = []
+    for row in rows:
+        document = document_from_revision(revisions[row[4]])
+        objects.append((document.path, document.category, int(document.sensitivity)))
+    held = effective_permissions(member, objects) if objects else []
+    readable = [Promoted(*row[:4]) for row, best in zip(rows, held, strict=True) if best is not None]
+    return readable[:RECENT]
 
 
 @dataclass

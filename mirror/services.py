@@ -32,6 +32,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from brain.text.secrets import redact
+from builds.history import builds_titles_visible_to
 from builds.models import Promotion
 from corpus.export import Entry, corpus_plan, corpus_render
 from grants.audit import audit_record
@@ -290,7 +291,10 @@ def _promotions_since(mirror: Mirror, plan: list[Entry], removes: list[str]) -> 
         }
         if touched & shown:
             named.append(promotion)
-    return named
+    # Its title and note are named only if the service account may read all the build changed
+    # (page history's rule): a build that also touched hidden pages or captures stays unnamed.
+    readable = builds_titles_visible_to(mirror.service_account, {promotion.build_id for promotion in named})
+    return [promotion for promotion in named if promotion.build_id in readable]
 
 
 def _message(promotions: list[Promotion], files: int, *, first: bool) -> tuple[str, str]:

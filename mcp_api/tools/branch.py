@@ -12,7 +12,7 @@ from django.db.models import Q
 from pydantic import Field
 
 from builds.models import Build, BuildChange
-from builds.selectors import build_diff, build_summary
+from builds.selectors import build_diff, build_summary, readable_changes
 from builds.services import (
     branch_capture_keys,
     build_delete_page,
@@ -71,7 +71,10 @@ def read_draft(caller: Caller, args: PathArgs) -> DraftOut:
         .filter(Q(path=args.path) | Q(new_path=args.path, action=BuildChange.Action.MOVE))
         .first()
     )
-    if change is None:
+    build = _build(caller)
+    # Read under the requester's grants as they are now (diff_page does the same): a draft
+    # copied from a page they have since lost is not theirs to read any more.
+    if change is None or change.pk not in readable_changes(caller.principal, build):
         raise BuildChange.DoesNotExist(f"no draft of {args.path} on this branch")
     revision = change.revision
     return DraftOut(

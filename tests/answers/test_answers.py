@@ -366,3 +366,26 @@ def test_without_the_embedder_the_margin_does_not_apply() -> None:
         [_scored("a.md", 0.75, similarity=None), _scored("b.md", 0.75, order=1, similarity=None)], floor=0.45
     )
     assert [s.citation for s in chosen.sentences] == ["a.md#section"]
+
+
+class AnswersReadNowTests(BrainTestCase):
+    def test_an_answer_resting_on_a_page_the_asker_lost_is_withdrawn_everywhere(self) -> None:
+        from answers.services import WITHDRAWN, question_await
+
+        publish("topics/ops/payroll.md", title="Payroll", body="# Payroll\n\n## Schedule\n\nRuns on the 25th.\n")
+        question = Question.objects.create(
+            asker=self.bob, text="When does payroll run?", status=Question.Status.ANSWERED, mode="extractive",
+            answer="Runs on the 25th.", citations=["topics/ops/payroll.md#schedule"],
+        )  # fmt: skip
+        self.client.force_login(self.bob.user)
+        assert "Runs on the 25th" in self.client.get(f"/ask/{question.pk}").content.decode()
+        assert question_await(actor=self.bob, question_id=question.pk, wait_seconds=0).answer == "Runs on the 25th."
+        # The page becomes restricted: bob no longer reads it, so he no longer reads what it said.
+        publish("topics/ops/payroll.md", title="Payroll", sensitivity="restricted",
+                body="# Payroll\n\n## Schedule\n\nRuns on the 25th.\n")  # fmt: skip
+        page = self.client.get(f"/ask/{question.pk}").content.decode()
+        assert "Runs on the 25th" not in page
+        assert "no longer read" in page
+        seen = question_await(actor=self.bob, question_id=question.pk, wait_seconds=0)
+        assert (seen.answer, seen.citations) == (WITHDRAWN, [])
+        assert Question.objects.get(pk=question.pk).answer == "Runs on the 25th."  # nothing rewritten
