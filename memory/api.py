@@ -116,7 +116,12 @@ def _int(value: Any, name: str, default: int) -> int:
 def _when(value: Any, name: str) -> dt.datetime | None:
     if value in (None, ""):
         return None
-    parsed = parse_datetime(str(value)) if isinstance(value, str) else None
+    try:
+        # A well-formed but impossible date-time ("2024-13-45T00:00") raises rather than
+        # returning None: refused by name like any other, never a 500.
+        parsed = parse_datetime(str(value)) if isinstance(value, str) else None
+    except ValueError as exc:
+        raise MemoryInvalid(f"{name} must be an ISO date or date-time") from exc
     if parsed is None:
         try:
             parsed = dt.datetime.combine(dt.date.fromisoformat(str(value)), dt.time(), tzinfo=dt.UTC)

@@ -281,8 +281,15 @@ def insights_run(now: dt.datetime | None = None) -> dict[str, int]:
         if insight is not None:
             written += 1
             delivered += deliver(insight)
+    # Only to members still here: a digest (with the shared layer in it) does not follow
+    # someone suspended or gone between a failed delivery and its retry.
     retry = MemoryInsight.objects.filter(
-        member__isnull=False, delivered_at__isnull=True, created_at__gte=timezone.now() - RETRY_DELIVERY_FOR
+        member__is_active=True,
+        member__user__is_active=True,
+        member__offboarded_at__isnull=True,
+        member__isnull=False,
+        delivered_at__isnull=True,
+        created_at__gte=timezone.now() - RETRY_DELIVERY_FOR,
     ).exclude(delivery_error="")
     for insight in retry.select_related("member__user")[:MEMBERS_PER_RUN]:
         delivered += deliver(insight)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -271,12 +271,12 @@ def memory_remember(
         if block_duplicates and top is not None and top[1] >= DUPLICATE_BLOCK and not disagrees:
             return Capture(memory=top[0], outcome="duplicate", duplicate_of=top[0], similarity=top[1])
         flagged = top is not None and top[1] >= DUPLICATE_FLAG and not disagrees
-        stored_tags = parsed.tags + ([DUPLICATE_TAG] if flagged and DUPLICATE_TAG not in parsed.tags else [])
+        stored_tags = _with_room(parsed.tags, DUPLICATE_TAG) if flagged else parsed.tags[:64]
         memory = Memory(
             author=actor,
             workspace=layer,
             content=text,
-            tags=stored_tags[:64],
+            tags=stored_tags,
             source=source,
             origin=origin,
             occurred_at=occurred_at,
@@ -410,9 +410,22 @@ def _settle_contradiction(
     return None
 
 
+def _with_room(tags: list[str], *kept: str) -> list[str]:
+    """At most 64 tags, the ``kept`` ones (a flag a person must see) always among them."""
+    wanted = [tag for tag in kept if tag]
+    return [*[tag for tag in tags if tag not in wanted][: 64 - len(wanted)], *wanted]
+
+
+def _may_change(actor: Member, memory: Memory) -> bool:
+    """What ``editable`` allows: the author, or an administrator on a shared memory."""
+    return memory.author_id == actor.pk or (memory.workspace == Workspace.COMPANY and actor.is_administrator)
+
+
 def _tag(memory: Memory, tag: str, *, extra_fields: list[str] | None = None) -> None:
     if tag not in memory.tags:
-        memory.tags = [*memory.tags, tag][:64]
+        # A flag ("settle this") is kept even on a memory that already holds 64 tags: the last
+        # ordinary tag gives way, not the flag a person was told about.
+        memory.tags = _with_room(memory.tags, tag)
     _index(memory)
     memory.save(update_fields=["tags", "lexical", "cjk_terms", "updated_at", *(extra_fields or [])])
 
@@ -473,6 +486,11 @@ def apply_contradiction(*, actor: Member, new: Memory, old: Memory) -> Memory:
     with transaction.atomic():
         new = Memory.objects.select_for_update().get(pk=new.pk)
         old = Memory.objects.select_for_update().get(pk=old.pk)
+        if not _may_change(actor, old):
+            # A model's verdict never does what its actor could not: a colleague's shared
+            # memory is not theirs to deprecate. Flagged for a person to settle instead.
+            _tag(new, CONTRADICTION_CANDIDATE_TAG)
+            return new
         if old.status == Status.CANONICAL:
             new.status = Status.DRAFT
             new.save(update_fields=["status", "updated_at"])
@@ -513,18 +531,33 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
         new = Memory.objects.select_for_update().get(pk=new.pk)
         old = Memory.objects.select_for_update().get(pk=old.pk)
         protected = old.status == Status.CANONICAL or old.importance >= 4
-        if verdict == "keep_both" or protected:
+        merged = f"{old.content}\n\n[Update {timezone.now().date().isoformat()}]: {new.content}"
+        keep_both = (
+            verdict == "keep_both"
+            or protected
+            # The new row is forgotten below: a memory that cannot hold both texts, a new one
+            # weightier than the old, or the verdict's actor not allowed to change the old one
+            # keeps both instead of losing any of it.
+            or (verdict == "merge" and len(merged) > MAX_CONTENT)
+            or new.status == Status.CANONICAL
+            or new.importance > old.importance
+            or not _may_change(actor, old)
+        )
+        if keep_both:
             new.tags = [tag for tag in new.tags if tag != DUPLICATE_TAG]
             _index(new)
             new.save(update_fields=["tags", "lexical", "cjk_terms", "updated_at"])
             return new
         if verdict == "merge":
-            old.content = f"{old.content}\n\n[Update {timezone.now().date().isoformat()}]: {new.content}"[:MAX_CONTENT]
+            old.content = merged
             action = MemoryEvent.Action.APPENDED
         else:
             old.content = new.content
             action = MemoryEvent.Action.UPDATED
-        old.tags = list(dict.fromkeys([*old.tags, *(tag for tag in new.tags if tag != DUPLICATE_TAG)]))[:64]
+        # The new row's links move to the row that carries its text on.
+        MemoryLink.objects.filter(from_memory=new).exclude(to_memory=old).update(from_memory=old)
+        MemoryLink.objects.filter(to_memory=new).exclude(from_memory=old).update(to_memory=old)
+        old.tags = _with_room(list(dict.fromkeys([*old.tags, *(tag for tag in new.tags if tag != DUPLICATE_TAG)])))
         _reembed(old)
         old.save()
         _event(old, actor, action, verdict=verdict)
@@ -596,7 +629,24 @@ def memory_forget(*, actor: Member, memory_id: Any) -> None:
     with transaction.atomic():
         memory = editable(actor, memory_id)
         _event(memory, actor, MemoryEvent.Action.DELETED)
+        _drop_insights_quoting(memory, shared_too=memory.workspace == Workspace.COMPANY)
         memory.delete()
+
+
+def _drop_insights_quoting(memory: Memory, *, shared_too: bool) -> None:
+    """Delete the weekly insights that quote ``memory`` (its author's, and the shared layer's
+    when it was shared): an insight is a snapshot, and a forgotten or un-shared memory's words
+    must not go on being shown or mailed from it. The next week's run writes a fresh one."""
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    from memory.models import MemoryInsight
+
+    quoting = MemoryInsight.objects.annotate(as_text=Cast("summary", TextField())).filter(
+        as_text__contains=str(memory.pk)
+    )
+    whose = Q(member_id=memory.author_id) | (Q(member__isnull=True) if shared_too else Q(pk__in=[]))
+    quoting.filter(whose).delete()
 
 
 def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memory, int]:
@@ -615,10 +665,15 @@ def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memo
             return memory, 0
         if target == Workspace.COMPANY and memory.author_id != actor.pk:
             raise PermissionDenied("only the author may share a memory")
+        if target == Workspace.PERSONAL and memory.author.offboarded_at is not None:
+            # Their personal layer is gone: un-shared, it would be nobody's to see or forget.
+            raise MemoryInvalid("its author has left: keep it shared, or forget it")
         crossing = MemoryLink.objects.filter(from_memory=memory).exclude(to_memory__workspace=target) | (
             MemoryLink.objects.filter(to_memory=memory).exclude(from_memory__workspace=target)
         )
         removed, _ = crossing.delete()
+        if target == Workspace.PERSONAL:
+            _drop_insights_quoting(memory, shared_too=True)  # the shared insight quoted it to everyone
         source_layer = memory.workspace
         memory.workspace = target
         memory.save(update_fields=["workspace", "updated_at"])
@@ -690,7 +745,7 @@ def personal_layer_delete(*, member: Member) -> int:
     company layer. The append-only event history keeps one ``deleted`` event per memory, as
     a forget does (events never hold content).
     """
-    from memory.models import MemoryApiToken, PromptCapsuleRevision
+    from memory.models import CalendarSubscription, MemoryApiToken, MemoryInsight, PromptCapsuleRevision
 
     with transaction.atomic():
         personal = Memory.objects.filter(author=member, workspace=Workspace.PERSONAL)
@@ -704,6 +759,10 @@ def personal_layer_delete(*, member: Member) -> int:
         MemoryApiToken.objects.filter(member=member).delete()
         MemoryPreference.objects.filter(member=member).delete()
         PromptCapsuleRevision.objects.filter(layer=f"personal:{member.pk}").delete()
+        # Their weekly insights quote their personal memories, and their calendar feeds are
+        # theirs (a private feed's URL is its key): the personal layer includes both.
+        MemoryInsight.objects.filter(member=member).delete()
+        CalendarSubscription.objects.filter(member=member).delete()
     return len(ids)
 
 

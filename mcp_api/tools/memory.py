@@ -109,7 +109,11 @@ def _render_memory(out: MemoryOut) -> str:
 class RememberArgs(TeamArgs):
     content: str = Field(description="What to remember: a decision, preference, fact or project update")
     tags: list[str] | None = Field(None, description="Tags; 'status:canonical' marks it authoritative")
-    workspace: Layer | None = Field(None, description="'personal' (default) or 'company' (the shared team layer)")
+    workspace: Layer | None = Field(
+        None,
+        description="'personal' or 'company' (the shared team layer); left out: the member's default layer, "
+        "else the team's (personal unless an administrator chose company)",
+    )
     source: str = Field("", description="Where it came from (a URL, a tool, a meeting)")
     importance: int | None = Field(None, ge=1, le=5)
     kind: Literal["episodic", "semantic"] | None = None
@@ -428,7 +432,7 @@ def _tool(name: str, description: str, args: Any, out: Any, handler: Any, render
 
 
 MEMORY_TOOLS: tuple[Tool, ...] = (
-    _tool("remember", "Store an idea, decision, preference or project context (private unless workspace='company').", RememberArgs, RememberOut, remember, _render_remember, read_only=False, rate_class="write"),
+    _tool("remember", "Store an idea, decision, preference or project context (in the member's default layer unless workspace says; say workspace='personal' for anything private).", RememberArgs, RememberOut, remember, _render_remember, read_only=False, rate_class="write"),
     _tool("append", "Add a timestamped update to a memory.", AppendArgs, MemoryOut, append, _render_memory, read_only=False, rate_class="write"),
     _tool("update", "Replace a memory's content and/or all its tags.", UpdateArgs, MemoryOut, update, _render_memory, read_only=False, rate_class="write"),
     _tool("recall", "Find memories by meaning, whatever words were used when saving them.", RecallArgs, RecallOut, recall, _render_recall, rate_class="search"),
