@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 from django.test import TestCase
+from django.utils import timezone
 
 from corpus.models import Page, Source
 from corpus.services import revision_create, revision_promote
@@ -100,3 +102,35 @@ def start_of_fresh_rate_window(margin: float = 5.0) -> None:
 
     while 60 - time.time() % 60 < margin:
         time.sleep(0.25)
+
+
+class ErrorRecords(logging.Handler):
+    """Collects the ERROR records logged while attached (a surface test asserts none)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def oauth_access_token(user: Any, *, scope: str, resource_path: str) -> str:
+    """A live OAuth access token of a fresh public client, bound to ``resource_path`` (RFC 8707)."""
+    import secrets as stdlib_secrets
+
+    from django.conf import settings
+    from oauth2_provider.models import AccessToken, Application, set_token_value
+
+    application = Application.objects.create(
+        name="Agent", client_type="public", authorization_grant_type="authorization-code",
+        redirect_uris="https://agent.example/cb",
+    )  # fmt: skip
+    raw = stdlib_secrets.token_urlsafe(32)
+    token = AccessToken(
+        user=user, application=application, scope=scope, resource=[settings.BRAIN_BASE_URL + resource_path],
+        expires=timezone.now() + dt.timedelta(hours=1),
+    )  # fmt: skip
+    set_token_value(token, raw)
+    token.save()
+    return raw

@@ -8,17 +8,12 @@ declares.
 
 from __future__ import annotations
 
-import datetime as dt
-import secrets
 from typing import Any
 
 import pytest
 import schemathesis
-from django.conf import settings as django_settings
-from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
-from oauth2_provider.models import AccessToken, Application, set_token_value
 from schemathesis import checks
 
 from answers.credentials import question_credential_issue
@@ -26,7 +21,7 @@ from builds.services import build_credential_issue, build_open
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from memory.tokens import api_token_issue
-from tests.base import publish
+from tests.base import oauth_access_token, publish
 
 CHECKS = [
     checks.not_a_server_error,
@@ -36,21 +31,6 @@ CHECKS = [
     checks.response_schema_conformance,
 ]
 EXAMPLES = 12
-
-
-def _oauth(user: Any) -> str:
-    application = Application.objects.create(
-        name="Agent", client_type="public", authorization_grant_type="authorization-code",
-        redirect_uris="https://agent.example/cb",
-    )  # fmt: skip
-    raw = secrets.token_urlsafe(32)
-    token = AccessToken(
-        user=user, application=application, scope="corpus:read memory sources:write builds:write",
-        resource=[django_settings.BRAIN_BASE_URL + "/api/v1"], expires=timezone.now() + dt.timedelta(hours=1),
-    )  # fmt: skip
-    set_token_value(token, raw)
-    token.save()
-    return raw
 
 
 @pytest.fixture
@@ -66,7 +46,9 @@ def credentials(live_server: Any, transactional_db: Any, settings: Any) -> dict[
         "personal": api_token_issue(
             actor=alice, name="all", scopes=["memory", "corpus:read", "sources:write", "builds:write"]
         )[1],
-        "oauth": _oauth(alice.user),
+        "oauth": oauth_access_token(
+            alice.user, scope="corpus:read memory sources:write builds:write", resource_path="/api/v1"
+        ),
         "question": question_credential_issue(actor=SYSTEM, name="bot", member=alice)[1],
         "build": build_credential_issue(actor=alice, build=build)[1],
     }

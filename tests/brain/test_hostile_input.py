@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from builds.services import build_credential_issue, build_open
 from corpus.frontmatter import PageInvalid, parse_page
 from mcp_api.tools import CATALOGUE
-from tests.base import BrainTestCase, page_markdown, publish
+from tests.base import BrainTestCase, ErrorRecords, page_markdown, publish
 
 HOSTILE_VALUES: list[Any] = [
     "a\x00b",
@@ -111,20 +111,11 @@ def concrete(route: str, value: str) -> str:
     return "/" + url.replace("\\", "")
 
 
-class _ErrorRecords(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 class HostileRoutesTests(BrainTestCase):
     def setUp(self) -> None:
         self.client.raise_request_exception = False
         self.client.force_login(self.alice.user)
-        self.errors = _ErrorRecords()
+        self.errors = ErrorRecords()
         logging.getLogger().addHandler(self.errors)
 
     def tearDown(self) -> None:
@@ -251,7 +242,7 @@ class HostileRestTests(BrainTestCase):
 
         token = api_token_issue(actor=self.alice, name="cli")[1]
         memory = memory_remember(actor=self.alice, content="We ship on Thursdays.").memory
-        errors = _ErrorRecords()
+        errors = ErrorRecords()
         logging.getLogger().addHandler(errors)
         self.client.raise_request_exception = False
         try:
@@ -280,7 +271,7 @@ class HostileMcpTests(BrainTestCase):
         publish("topics/pricing/price-list.md", title="Price list")
         self.build = build_open(actor=self.alice, title="Fuzz")
         _, self.token = build_credential_issue(actor=self.alice, build=self.build)
-        self.errors = _ErrorRecords()
+        self.errors = ErrorRecords()
         logging.getLogger().addHandler(self.errors)
 
     def tearDown(self) -> None:

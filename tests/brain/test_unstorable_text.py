@@ -9,33 +9,19 @@ schema; the memory API's capture and import.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
-import secrets
 from typing import Any
 
-from django.conf import settings
 from django.test import override_settings
-from django.utils import timezone
-from oauth2_provider.models import AccessToken, Application, set_token_value
 
 from builds.services import build_credential_issue, build_open
 from mcp_api.tools import CATALOGUE
 from memory.services import memory_remember
 from memory.tokens import api_token_issue
-from tests.base import BrainTestCase, publish
+from tests.base import BrainTestCase, ErrorRecords, oauth_access_token, publish
 
 UNSTORABLE = ["a\ud800", "\udfff", "ok \udbff\udbff end", "a\x00b"]
-
-
-class _Errors(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 def _refusal_names_it(message: str) -> bool:
@@ -50,7 +36,7 @@ class UnstorableTextTests(BrainTestCase):
         self.personal = api_token_issue(
             actor=self.alice, name="all", scopes=["memory", "corpus:read", "sources:write", "builds:write"]
         )[1]
-        self.errors = _Errors()
+        self.errors = ErrorRecords()
         logging.getLogger().addHandler(self.errors)
         self.client.raise_request_exception = False
 
@@ -58,18 +44,9 @@ class UnstorableTextTests(BrainTestCase):
         logging.getLogger().removeHandler(self.errors)
 
     def oauth(self, resource: str) -> str:
-        application = Application.objects.create(
-            name="Agent", client_type="public", authorization_grant_type="authorization-code",
-            redirect_uris="https://agent.example/cb",
-        )  # fmt: skip
-        raw = secrets.token_urlsafe(32)
-        token = AccessToken(
-            user=self.alice.user, application=application, scope="corpus:read memory sources:write builds:write",
-            resource=[settings.BRAIN_BASE_URL + resource], expires=timezone.now() + dt.timedelta(hours=1),
-        )  # fmt: skip
-        set_token_value(token, raw)
-        token.save()
-        return raw
+        return oauth_access_token(
+            self.alice.user, scope="corpus:read memory sources:write builds:write", resource_path=resource
+        )
 
     # ------------------------------------------------------------------ REST v1
 
