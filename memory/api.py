@@ -39,6 +39,7 @@ from memory.services import (
     memory_share,
     memory_unlink,
     memory_update,
+    workspace_value,
 )
 from oauth.audience import member_for
 
@@ -251,7 +252,8 @@ def recall(request: HttpRequest, member: Member) -> HttpResponse:
 def count(request: HttpRequest, member: Member) -> HttpResponse:
     visible = Memory.objects.visible_to(member)
     if request.GET.get("workspace"):
-        visible = visible.filter(workspace=request.GET["workspace"])
+        # Named like every other layer argument: an unknown one is a 400, not a count of 0.
+        visible = visible.filter(workspace=workspace_value(request.GET["workspace"]))
     return JsonResponse({"count": visible.count()})
 
 

@@ -25,6 +25,7 @@ from brain import embeddings
 from brain.text.secrets import refuse
 from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
+from grants.audit import audit_record
 from grants.models import Member
 from memory.classify import (
     MemoryInvalid,
@@ -176,17 +177,22 @@ def _require_member(actor: Any) -> Member:
     return actor
 
 
-def editable(actor: Member, memory_id: Any) -> Memory:
+def editable(actor: Member, memory_id: Any, *, change: str = "change") -> Memory:
     """The memory ``actor`` may change, locked for update.
 
     ``Memory.DoesNotExist`` when it is not visible to them (a teammate's personal memory
     and a missing id answer alike); ``PermissionDenied`` for a shared memory they did not
-    write, unless they are an administrator.
+    write, unless they are an administrator — whose ``change`` (update, append, status,
+    forget, share) of a colleague's memory is audited (``memory.admin_<change>``, in the
+    caller's transaction: it stands only if the change does).
     """
     _require_member(actor)
     memory = Memory.objects.visible_to(actor).select_for_update().get_by_id(memory_id)
     if memory.author_id != actor.pk and not (memory.workspace == Workspace.COMPANY and actor.is_administrator):
         raise PermissionDenied("only the author or an admin may change a shared memory")
+    if memory.author_id != actor.pk:
+        audit_record(actor=actor, action=f"memory.admin_{change}", target_type="memory", target=str(memory.pk),
+                     metadata={"author": memory.author.username})  # fmt: skip
     return memory
 
 
@@ -573,7 +579,7 @@ def memory_append(*, actor: Member, memory_id: Any, text: str) -> Memory:
     """Add ``\\n\\n[Update <date>]: text`` to a memory and re-index it."""
     addition = _clean_content(text, where="text")
     with transaction.atomic():
-        memory = editable(actor, memory_id)
+        memory = editable(actor, memory_id, change="append")
         content = f"{memory.content}\n\n[Update {timezone.now().date().isoformat()}]: {addition}"
         if len(content) > MAX_CONTENT:
             raise MemoryInvalid(f"content may be at most {MAX_CONTENT} characters (with the update)")
@@ -591,7 +597,7 @@ def memory_update(
     if content is None and tags is None:
         raise MemoryInvalid("give content, tags or both")
     with transaction.atomic():
-        memory = editable(actor, memory_id)
+        memory = editable(actor, memory_id, change="update")
         if content is not None:
             memory.content = _clean_content(content)
         if tags is not None:
@@ -616,7 +622,7 @@ def memory_set_status(*, actor: Member, memory_id: Any, status: str) -> Memory:
     if status not in Status.values:
         raise MemoryInvalid('status must be "canonical", "draft" or "deprecated"')
     with transaction.atomic():
-        memory = editable(actor, memory_id)
+        memory = editable(actor, memory_id, change="status")
         previous = memory.status
         memory.status = status
         memory.save(update_fields=["status", "updated_at"])
@@ -627,7 +633,7 @@ def memory_set_status(*, actor: Member, memory_id: Any, status: str) -> Memory:
 def memory_forget(*, actor: Member, memory_id: Any) -> None:
     """Delete a memory permanently (its links go with it; its event history stays)."""
     with transaction.atomic():
-        memory = editable(actor, memory_id)
+        memory = editable(actor, memory_id, change="forget")
         _event(memory, actor, MemoryEvent.Action.DELETED)
         _drop_insights_quoting(memory, shared_too=memory.workspace == Workspace.COMPANY)
         memory.delete()
@@ -660,7 +666,7 @@ def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memo
     if target is None:
         raise MemoryInvalid('workspace must be "personal" or "company"')
     with transaction.atomic():
-        memory = editable(actor, memory_id)
+        memory = editable(actor, memory_id, change="share")
         if memory.workspace == target:
             return memory, 0
         if target == Workspace.COMPANY and memory.author_id != actor.pk:

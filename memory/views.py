@@ -157,10 +157,14 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
         memory_set_status(actor=member, memory_id=memory.pk, status=request.POST.get("status", ""))
         messages.success(request, "Status changed.")
     elif action == "share":
-        _, removed = memory_share(actor=member, memory_id=memory.pk, workspace=request.POST.get("workspace", ""))
+        moved, removed = memory_share(actor=member, memory_id=memory.pk, workspace=request.POST.get("workspace", ""))
         messages.success(
             request, "Moved." + (f" {removed} link(s) to memories left behind were removed." if removed else "")
         )
+        if moved.author_id != member.pk and moved.workspace == Workspace.PERSONAL:
+            # An administrator un-shared a colleague's memory: it is theirs alone now, so its page
+            # would be a 404 — back to the dashboard, where the message is read.
+            return redirect("memory:dashboard")
     elif action == "link":
         memory_link(
             actor=member,

@@ -105,3 +105,20 @@ class MemoryEdgeTests(TestCase):
             )
             assert answer.status_code == 400, (value, answer.status_code)
             assert "after must be an ISO date" in json.dumps(answer.json())
+
+    def test_an_unknown_layer_is_a_400_and_an_admins_unshare_lands_on_the_dashboard(self) -> None:
+        token = api_token_issue(actor=self.alice, name="cli")[1]
+        answer = self.client.get("/api/memory/count", {"workspace": "bogus"}, HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert answer.status_code == 400
+        charlie = member_create(actor=SYSTEM, username="charlie", role="admin")
+        shared = self.remember(self.alice, "Vendor contract renewal is due in March.", workspace="company")
+        self.client.force_login(charlie.user)
+        moved = self.client.post(f"/memory/{shared.pk}/share", {"workspace": "personal"}, follow=True)
+        assert moved.redirect_chain[-1][0] == "/memory/"
+        assert "Moved." in moved.content.decode()
+        # An administrator's change of a colleague's memory is in the audit log, by name.
+        from grants.models import AuditEvent
+
+        event = AuditEvent.objects.get(action="memory.admin_share", target=str(shared.pk))
+        assert event.actor_label == "charlie"
+        assert not AuditEvent.objects.filter(action__startswith="memory.admin_", actor_label="alice").exists()
