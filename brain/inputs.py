@@ -29,6 +29,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
 from brain.errors import error_response
+from brain.text.secrets import unstorable
 
 MAX_JSON_DEPTH = 64
 # C0 controls and DEL, except tab, line feed and carriage return (multi-line form fields).
@@ -84,19 +85,6 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# What PostgreSQL text cannot hold: NUL, and lone surrogates (UTF-8 cannot encode them; the
-# database driver raised UnicodeEncodeError, a 500, on every text field a JSON body reached).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _unstorable(text: str) -> str | None:
-    """What in ``text`` cannot be stored, in words, or None."""
-    found = _UNSTORABLE.search(text)
-    if found is None:
-        return None
-    return "a NUL character" if found.group() == "\x00" else "a lone UTF-16 surrogate (not a character)"
-
-
 def _walk(value: Any, where: str, *, max_depth: int | None, check_text: bool) -> None:
     """One iterative pass over a parsed body: nesting within ``max_depth``, and (``check_text``)
     no string or key holding text that cannot be stored."""
@@ -104,7 +92,7 @@ def _walk(value: Any, where: str, *, max_depth: int | None, check_text: bool) ->
     while stack:
         item, at, depth = stack.pop()
         if isinstance(item, str):
-            problem = _unstorable(item) if check_text else None
+            problem = unstorable(item) if check_text else None
             if problem:
                 raise InputRefused(f"{at} contains {problem}")
             continue
@@ -114,7 +102,7 @@ def _walk(value: Any, where: str, *, max_depth: int | None, check_text: bool) ->
             raise InputRefused(f"the JSON body is nested more than {max_depth} levels deep")
         if isinstance(item, dict):
             for key, child in item.items():
-                problem = _unstorable(key) if check_text else None
+                problem = unstorable(key) if check_text else None
                 if problem:
                     raise InputRefused(f"a key in {at} contains {problem}")
                 stack.append((child, f"{at}.{key}" if at else str(key), depth + 1))

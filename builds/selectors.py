@@ -587,12 +587,14 @@ def readable_changes(viewer: Principal | None, build: Build) -> set[int]:
         return set()
     pages = pages_at(build)
     weighed: list[tuple[int, tuple[str, str | None, int]]] = []  # (change id, an object it shows)
+    unreadable: set[int] = set()
     for change in changes:
         page = pages.get(change.path)
-        live = page is not None and page.current_revision_id is not None
         if change.revision is None:  # a deletion: readable when the live page there is
-            if page is not None and live:
+            if page is not None and page.current_revision_id is not None:
                 weighed.append((change.pk, (page.path, page.category, int(page.sensitivity))))
+            else:
+                unreadable.add(change.pk)
             continue
         document = document_from_revision(change.revision)
         weighed.append((change.pk, (document.path, document.category, int(document.sensitivity))))
@@ -602,16 +604,12 @@ def readable_changes(viewer: Principal | None, build: Build) -> set[int]:
             # The row stays when the move retires the page: weighed as it was (a promoted
             # build's approved diff stays visible to whoever could read both ends).
             if page is None:
-                weighed.append((change.pk, ("", None, -1)))  # nothing there to read: never readable
+                unreadable.add(change.pk)
             else:
                 weighed.append((change.pk, (page.path, page.category, int(page.sensitivity))))
-    held = held_on(viewer, build, [item for _, item in weighed if item[2] >= 0])  # one query for them all
-    answers = iter(held)
-    readable: dict[int, bool] = {}
-    for change_id, item in weighed:
-        seen = next(answers) is not None if item[2] >= 0 else False
-        readable[change_id] = readable.get(change_id, True) and seen
-    return {change_id for change_id, seen in readable.items() if seen}
+    held = held_on(viewer, build, [item for _, item in weighed])  # one query for them all
+    unreadable |= {change_id for (change_id, _), best in zip(weighed, held, strict=True) if best is None}
+    return {change_id for change_id, _ in weighed} - unreadable
 
 
 def visible_drafts(*, build: Build, viewer: Principal | None) -> dict[str, list[Any]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import re
 import time
 from typing import Any
 
@@ -27,7 +26,7 @@ from brain import embeddings
 from brain.domain import DATABASE_UNAVAILABLE
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_holds
-from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all
+from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all, storable
 from corpus.chunking import chunk_markdown
 from corpus.models import Source, SourceChunk
 from corpus.sources import capture_key_assign, source_create
@@ -144,7 +143,10 @@ def extraction_run(extraction_id: int) -> str:
         with default_storage.open(document.storage_name, "rb") as handle:
             data = handle.read()
         converted = convert(document.detected_type, data)
-        text, counts = mask(storable_text(converted.text))
+        # Converters return NUL and lone surrogates from real files (a PDF string with \000,
+        # HTML's &#xD800;); left in, the text's UPDATE failed outside the error handling and the
+        # sweep re-ran the extraction without end.
+        text, counts = mask(storable(converted.text))
     except ConversionFailed as failure:
         _finish(lease, started, status=Extraction.Status.FAILED, error=str(failure)[:300])
         logger.warning("extraction %s failed: %s", extraction.pk, failure)
@@ -182,17 +184,6 @@ def extraction_run(extraction_id: int) -> str:
         return "failed"
     logger.info("extraction %s done: %d characters, masked %s", extraction.pk, len(text), counts)
     return "done"
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """Extracted text without what PostgreSQL text cannot hold: NUL is dropped, a lone surrogate
-    becomes U+FFFD. Converters return both from real files (a PDF string with ``\\000``, an
-    HTML ``&#xD800;``); left in, the text's UPDATE failed outside the extractor's error
-    handling, the extraction stayed "running" and the sweep re-ran it without end."""
-    return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", text)
 
 
 def _chunks_and_vectors(text: str) -> tuple[list[str], list[list[float]] | None, str]:

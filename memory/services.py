@@ -17,7 +17,8 @@ from typing import Any, Literal
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -40,6 +41,7 @@ from memory.models import (
     LinkType,
     Memory,
     MemoryEvent,
+    MemoryInsight,
     MemoryLink,
     MemoryPreference,
     Provenance,
@@ -188,7 +190,7 @@ def editable(actor: Member, memory_id: Any, *, change: str = "change") -> Memory
     """
     _require_member(actor)
     memory = Memory.objects.visible_to(actor).select_for_update().get_by_id(memory_id)
-    if memory.author_id != actor.pk and not (memory.workspace == Workspace.COMPANY and actor.is_administrator):
+    if not may_change(actor, memory):
         raise PermissionDenied("only the author or an admin may change a shared memory")
     if memory.author_id != actor.pk:
         audit_record(actor=actor, action=f"memory.admin_{change}", target_type="memory", target=str(memory.pk),
@@ -422,8 +424,9 @@ def _with_room(tags: list[str], *kept: str) -> list[str]:
     return [*[tag for tag in tags if tag not in wanted][: 64 - len(wanted)], *wanted]
 
 
-def _may_change(actor: Member, memory: Memory) -> bool:
-    """What ``editable`` allows: the author, or an administrator on a shared memory."""
+def may_change(actor: Member, memory: Memory) -> bool:
+    """Whether ``actor`` may change ``memory`` (what ``editable`` allows, and what pages offer):
+    its author, or an administrator on a shared memory."""
     return memory.author_id == actor.pk or (memory.workspace == Workspace.COMPANY and actor.is_administrator)
 
 
@@ -492,7 +495,7 @@ def apply_contradiction(*, actor: Member, new: Memory, old: Memory) -> Memory:
     with transaction.atomic():
         new = Memory.objects.select_for_update().get(pk=new.pk)
         old = Memory.objects.select_for_update().get(pk=old.pk)
-        if not _may_change(actor, old):
+        if not may_change(actor, old):
             # A model's verdict never does what its actor could not: a colleague's shared
             # memory is not theirs to deprecate. Flagged for a person to settle instead.
             _tag(new, CONTRADICTION_CANDIDATE_TAG)
@@ -547,7 +550,7 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
             or (verdict == "merge" and len(merged) > MAX_CONTENT)
             or new.status == Status.CANONICAL
             or new.importance > old.importance
-            or not _may_change(actor, old)
+            or not may_change(actor, old)
         )
         if keep_both:
             new.tags = [tag for tag in new.tags if tag != DUPLICATE_TAG]
@@ -643,16 +646,11 @@ def _drop_insights_quoting(memory: Memory, *, shared_too: bool) -> None:
     """Delete the weekly insights that quote ``memory`` (its author's, and the shared layer's
     when it was shared): an insight is a snapshot, and a forgotten or un-shared memory's words
     must not go on being shown or mailed from it. The next week's run writes a fresh one."""
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    from memory.models import MemoryInsight
-
-    quoting = MemoryInsight.objects.annotate(as_text=Cast("summary", TextField())).filter(
-        as_text__contains=str(memory.pk)
-    )
-    whose = Q(member_id=memory.author_id) | (Q(member__isnull=True) if shared_too else Q(pk__in=[]))
-    quoting.filter(whose).delete()
+    whose = Q(member_id=memory.author_id)
+    if shared_too:
+        whose |= Q(member__isnull=True)
+    quoting = MemoryInsight.objects.filter(whose).annotate(as_text=Cast("summary", TextField()))
+    quoting.filter(as_text__contains=str(memory.pk)).delete()
 
 
 def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memory, int]:
@@ -751,7 +749,7 @@ def personal_layer_delete(*, member: Member) -> int:
     company layer. The append-only event history keeps one ``deleted`` event per memory, as
     a forget does (events never hold content).
     """
-    from memory.models import CalendarSubscription, MemoryApiToken, MemoryInsight, PromptCapsuleRevision
+    from memory.models import CalendarSubscription, MemoryApiToken, PromptCapsuleRevision
 
     with transaction.atomic():
         personal = Memory.objects.filter(author=member, workspace=Workspace.PERSONAL)

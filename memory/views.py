@@ -26,6 +26,7 @@ from memory.insights import latest_for
 from memory.models import PERSONAL_TOKEN_SCOPES, LinkType, Memory, MemoryApiToken, Workspace, default_personal_scopes
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
+    may_change,
     memory_append,
     memory_forget,
     memory_link,
@@ -59,10 +60,6 @@ def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResp
 
 
 _ISSUED_SESSION_KEY = "memory-token-issued"  # the session entry, not a token
-
-
-def _may_change(member: Member, memory: Memory) -> bool:
-    return memory.author_id == member.pk or (memory.workspace == Workspace.COMPANY and member.is_administrator)
 
 
 @require_http_methods(["GET", "POST"])
@@ -127,7 +124,7 @@ def detail(request: HttpRequest, member: Member, memory_id: str) -> HttpResponse
 def _detail_context(member: Member, memory: Memory, typed: dict[str, str] | None = None) -> dict[str, Any]:
     """The memory page's context; ``typed`` is what a refused edit or update held, shown again."""
     return {
-        "memory": memory, "may_change": _may_change(member, memory), "connections": memory_connections(actor=member, memory_id=memory.pk),
+        "memory": memory, "may_change": may_change(member, memory), "connections": memory_connections(actor=member, memory_id=memory.pk),
         "link_types": LinkType.values, "statuses": ["canonical", "draft", "deprecated"], "typed": typed or {},
     }  # fmt: skip
 

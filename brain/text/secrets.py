@@ -501,16 +501,31 @@ def find(text: str, *, url: bool = False) -> list[Finding]:
     return [Finding(category, kind, start, end, _line_of(text, start)) for start, end, category, kind in merged]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# What PostgreSQL text cannot hold: NUL, and lone surrogates (a JSON ``"\\ud800"`` parses to
+# one; UTF-8 cannot encode it, so the database driver raised on it).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(text: str) -> str | None:
+    """What in ``text`` cannot be stored, in words ("a NUL character", "a lone UTF-16 surrogate
+    (not a character)"), or None."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "a NUL character" if found.group() == "\x00" else "a lone UTF-16 surrogate (not a character)"
+
+
+def storable(text: str) -> str:
+    """``text`` with what cannot be stored taken out: NUL dropped, a lone surrogate as U+FFFD.
+    For text no person typed (a converter's output), where refusing would lose the rest."""
+    return _UNSTORABLE.sub(lambda found: "" if found.group() == "\x00" else "\ufffd", text)
 
 
 def check_nul(text: str, *, field: str = "content") -> None:
-    """Refuse what stored text cannot hold: NUL, and lone surrogates (a JSON ``"\\ud800"``
-    parses to one; UTF-8 cannot encode it, so the database driver failed on it)."""
-    if "\x00" in text:
-        raise NulRefused(field)
-    if _SURROGATE.search(text):
-        raise NulRefused(field, "a lone UTF-16 surrogate (not a character)")
+    """Refuse (``NulRefused``) what stored text cannot hold (``unstorable``)."""
+    problem = unstorable(text)
+    if problem is not None:
+        raise NulRefused(field, problem)
 
 
 def refuse(text: str, *, field: str = "content") -> None:
