@@ -31,7 +31,7 @@ from ingest.models import Extraction
 from ingest.selectors import uploads_of
 from ingest.services import document_ingest, extraction_retry
 from ingest.storage import StorageFull
-from oauth.audience import member_for
+from oauth.audience import legacy_refusal, member_for
 
 
 def latest_extraction(source: Source) -> Extraction | None:
@@ -173,7 +173,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
         return refused
     member = member_for(request)
     if member is None:
-        return json_error("unauthenticated", "Send a personal API token.", 401)
+        return legacy_refusal(request, "Send a personal API token with the sources:write scope.")
     try:
         hit(principal_key=f"member:{member.pk}", rate_class="upload")
     except RateLimited as limited:
@@ -197,7 +197,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
 def api_source(request: HttpRequest, key: str) -> HttpResponse:
     member = member_for(request)
     if member is None:
-        return json_error("unauthenticated", "Send a personal API token.", 401)
+        return legacy_refusal(request, "Send a personal API token with the sources:write scope.")
     try:
         found = source_get_visible(principal=member, key=key)
     except Source.DoesNotExist:

@@ -41,7 +41,7 @@ from memory.services import (
     memory_update,
     workspace_value,
 )
-from oauth.audience import member_for
+from oauth.audience import legacy_refusal, member_for
 
 EXPORT_PAGE = 500
 IMPORT_MAX_LINES = 500
@@ -70,9 +70,7 @@ def memory_api(methods: tuple[str, ...], rate_class: str | dict[str, str] = "rea
                 return refused
             member = api_member(request)
             if member is None:
-                refused = json_error("unauthenticated", "Send a personal API token or an OAuth token with the memory scope.", 401)  # fmt: skip
-                refused["WWW-Authenticate"] = 'Bearer realm="brain-memory"'
-                return refused
+                return legacy_refusal(request, "Send a personal API token or an OAuth token with the memory scope.")
             try:
                 chosen = rate_class if isinstance(rate_class, str) else rate_class.get(str(request.method), "read")
                 hit(principal_key=f"member:{member.pk}", rate_class=chosen)

@@ -8,9 +8,10 @@ names its own) — tests/brain/test_scope_matrix.py walks the URL conf to prove 
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 
-from brain.callers import MCP_PATH, MEMORY_API_PATH, REST_API_PATH, caller_for
+from brain.callers import MCP_PATH, MEMORY_API_PATH, REST_API_PATH, SURFACES, bearer_token, caller_for, resolve
+from brain.errors import json_error
 from grants.models import Member
 
 # Longest prefix first.
@@ -43,3 +44,29 @@ def member_for(request: HttpRequest) -> Member | None:
         return None
     caller = caller_for(request, surface)
     return caller.principal if caller is not None and isinstance(caller.principal, Member) else None
+
+
+def legacy_refusal(request: HttpRequest, message: str) -> JsonResponse:
+    """The answer when ``member_for`` found no member: RFC 6750's two cases, never confused.
+
+    401 ``unauthenticated`` (with ``message``) when no live credential was sent — missing,
+    unknown, expired, revoked or an inactive member's, all alike; 403 ``insufficient_scope``
+    naming what the endpoint needs when a live credential was sent that this surface does not
+    admit (a token without the scope, bound to another resource, or of another kind), so a
+    client asks for the right scope instead of signing in again.
+    """
+    raw = bearer_token(request)
+    caller = resolve(raw) if raw is not None else None
+    surface = surface_for(request.path)
+    if caller is None or surface is None:
+        refused = json_error("unauthenticated", message, 401)
+        refused["WWW-Authenticate"] = 'Bearer realm="brain"'
+        return refused
+    scope = SURFACES[surface].scope
+    need = f"a personal API token or an OAuth token with the {scope!r} scope" if scope else "another credential"
+    refused = json_error(
+        "insufficient_scope", f"This credential ({caller.kind}) may not use this endpoint; it needs {need}.", 403
+    )
+    challenge = 'Bearer realm="brain", error="insufficient_scope"'
+    refused["WWW-Authenticate"] = challenge + (f', scope="{scope}"' if scope else "")
+    return refused

@@ -185,5 +185,5 @@ class MemoryApiOAuthTests(TestCase):
             return int(self.client.get("/api/memory/count", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code)
 
         assert count(token("memory", f"{BASE}/api/memory")) == 200
-        assert count(token("memory", f"{BASE}/api/mcp")) == 401  # bound to the MCP endpoint only
-        assert count(token("corpus:read", f"{BASE}/api/memory")) == 401  # no memory scope
+        assert count(token("memory", f"{BASE}/api/mcp")) == 403  # bound to the MCP endpoint only
+        assert count(token("corpus:read", f"{BASE}/api/memory")) == 403  # no memory scope

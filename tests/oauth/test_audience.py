@@ -47,6 +47,13 @@ def concrete(route: str) -> str:
     return url
 
 
+def refused(response: Any) -> bool:
+    """401 (no live credential) or 403 ``insufficient_scope`` (a live one this surface does not admit)."""
+    if response.status_code == 401:
+        return True
+    return response.status_code == 403 and response.json().get("error", {}).get("code") == "insufficient_scope"
+
+
 @override_settings(BRAIN_BASE_URL=BASE, OAUTH2_PROVIDER=provider_settings(BASE, ["https"]))
 class AudienceTests(BrainTestCase):
     def setUp(self) -> None:
@@ -71,7 +78,7 @@ class AudienceTests(BrainTestCase):
         if response.status_code == 405:
             body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
             response = self.client.post(url, data=body, content_type="application/json", **headers)
-        return bool(response.status_code != 401)
+        return not refused(response)
 
     def test_every_api_route_has_a_row(self) -> None:
         routes = api_routes()
@@ -103,5 +110,23 @@ class AudienceTests(BrainTestCase):
     def test_a_memory_token_no_longer_reaches_the_sources_api(self) -> None:
         token = self.oauth("memory", MEMORY_API_PATH)
         response = self.client.get("/api/sources/notes/x", HTTP_AUTHORIZATION=f"Bearer {token}")
-        assert response.status_code == 401
+        assert response.status_code == 403
+        assert response.json()["error"]["code"] == "insufficient_scope"
         assert SURFACES["sources.legacy"].resource is None
+
+    def test_a_live_token_without_the_scope_is_403_and_a_dead_one_401(self) -> None:
+        """RFC 6750 §3.1: a client told 401 signs in again; told insufficient_scope, it asks for the scope."""
+        live = self.oauth("corpus:read", MEMORY_API_PATH)
+        personal = api_token_issue(actor=self.alice, name="read only", scopes=["corpus:read"])[1]
+        for raw in (live, personal):
+            for url in ("/api/memory/entries", "/prompt-capsules/core", "/api/sources/notes/x"):
+                with self.subTest(url=url, token=raw[:4]):
+                    response: Any = self.client.get(url, HTTP_AUTHORIZATION=f"Bearer {raw}")
+                    assert response.status_code == 403
+                    assert response.json()["error"]["code"] == "insufficient_scope"
+                    assert 'error="insufficient_scope"' in response["WWW-Authenticate"]
+        for header in ({}, {"HTTP_AUTHORIZATION": "Bearer not-a-token"}, {"HTTP_AUTHORIZATION": "Basic eDp5"}):
+            response = self.client.get("/api/memory/entries", **header)
+            assert response.status_code == 401
+            assert response.json()["error"]["code"] == "unauthenticated"
+            assert response["WWW-Authenticate"].startswith("Bearer")
