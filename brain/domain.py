@@ -83,7 +83,6 @@ def database_unavailable(exc: BaseException) -> Problem | None:
         logger.warning("request beyond the database's limits: %s", first_line)
         return Problem("too_complex", 400, "The request is too large or complex for the database; shorten it.")
     logger.warning("database unavailable: %s: %s", type(exc).__name__, first_line)
-    logger.warning("database unavailable: %s: %s", type(exc).__name__, first_line)
     return Problem(
         "unavailable",
         503,

@@ -388,6 +388,13 @@ class DatabaseProblemTests(SimpleTestCase):
             assert (problem.code, problem.status, problem.retry_after) == ("unavailable", 503, 10)
         assert problem_for(RuntimeError("a bug")) is None  # still the 500
 
+    def test_a_lost_database_is_logged_once_per_failed_call(self) -> None:
+        with self.assertLogs("brain.domain", "WARNING") as logged:
+            problem_for(OperationalError("server closed the connection\nDETAIL: more"))
+        assert logged.output == [
+            "WARNING:brain.domain:database unavailable: OperationalError: server closed the connection"
+        ]
+
     def test_what_escapes_a_middleware_gets_the_503_page_without_touching_the_session(self) -> None:
         from django.test import RequestFactory
 
