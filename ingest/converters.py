@@ -226,7 +226,20 @@ def cpu_budget(seconds: int) -> Iterator[None]:
 def convert(kind: str, data: bytes) -> Converted:
     """Text of a document of ``kind`` (from ``sniff``) within the CPU budget; raises ``ConversionFailed``."""
     with cpu_budget(int(limits().get("CPU_SECONDS", 60))):
-        return _convert(kind, data)
+        converted = _convert(kind, data)
+    if not converted.text.strip():
+        # "Done, 0 characters" would leave a capture nobody can find or cite, and no clue why.
+        hint = NO_TEXT_HINTS.get(kind, "")
+        raise ConversionFailed(f"no text was found in the file{hint}")
+    return converted
+
+
+NO_TEXT_HINTS = {
+    "pdf": " (a scanned PDF holds only images: run it through OCR first)",
+    "vtt": " (no cue with readable timings and text)",
+    "srt": " (no cue with readable timings and text)",
+    "html": " (the page has no visible text)",
+}
 
 
 def _convert(kind: str, data: bytes) -> Converted:

@@ -268,6 +268,21 @@ class IngestTests(TestCase):
         assert long.status == "failed"
         assert "pages" in long.error
 
+    def test_a_file_without_any_text_fails_saying_so_instead_of_done_with_nothing(self) -> None:
+        for filename, data, hint in (
+            ("impossible.vtt", b"WEBVTT\n\n00:00:99.000 --> 00:00:01.000\nHello\n", "cue"),
+            ("blank.txt", b"  \n\t\n", "no text"),
+            ("script.html", b"<html><body><script>var a = 1;</script></body></html>", "visible text"),
+            ("scan.pdf", pdf_bytes("", pages=1), "OCR"),
+        ):
+            with self.subTest(filename):
+                extraction = self.ingest(filename, data)
+                assert extraction.status == "failed"
+                assert "no text was found" in extraction.error
+                assert hint in extraction.error
+                assert extraction.document.source.text == ""
+                assert default_storage.exists(extraction.document.storage_name)  # the original is kept
+
     def test_a_failed_extraction_can_be_retried(self) -> None:
         with override_settings(BRAIN_INGEST_LIMITS={**self.limits(), "MAX_CHARS": 10}):
             failed = self.ingest("notes.txt", BODY.encode())
