@@ -84,6 +84,10 @@ class ConsentView(AuthorizationView):
         except ValueError:
             reason = "the address's query string is not valid URL encoding"
             return render(request, "oauth/refused.html", {"reason": reason}, status=400)
+        redirect_uris = [*request.GET.getlist("redirect_uri"), *request.POST.getlist("redirect_uri")]
+        if any(_uri_unreadable(uri) for uri in redirect_uris):
+            reason = "the redirect_uri is not a valid URI (its host or port cannot be read)"
+            return render(request, "oauth/refused.html", {"reason": reason}, status=400)
         if request.method == "GET":
             refusal = resource_refusal(request.GET.getlist("resource"))
             if refusal is not None:
@@ -144,6 +148,38 @@ _LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 # RFC 7591 §2's human-readable and URL fields: each one string.
 TEXT_METADATA = ("client_name", "client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version")
 MAX_REDIRECT_URIS = 20
+# A real client's metadata is a few hundred bytes; registration is open to anyone, so the body
+# is bounded well below the general request limit before anything reads it.
+MAX_REGISTRATION_BYTES = 64 * 1024
+
+
+def _uri_unreadable(uri: str) -> bool:
+    """Whether ``uri`` cannot be taken apart (an unbalanced IPv6 bracket, a port past 65535 or
+    not a number): the toolkit reads ``.port`` unguarded, a server error at authorization."""
+    try:
+        parts = urlsplit(uri)
+        parts.hostname  # noqa: B018 — parsing is what is being tried
+        parts.port  # noqa: B018
+    except ValueError:
+        return True
+    return False
+
+
+def _metadata_body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
+    """The registration request's metadata object, or the ``invalid_client_metadata`` answer."""
+
+    def invalid(reason: str) -> JsonResponse:
+        return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)
+
+    if len(request.body) > MAX_REGISTRATION_BYTES:
+        return invalid(f"the client metadata is over {MAX_REGISTRATION_BYTES // 1024} KB")
+    try:
+        metadata = parse_json(request.body)
+    except InputRefused as refused:
+        return invalid(str(refused))
+    if not isinstance(metadata, dict):
+        return invalid("send a JSON object")
+    return metadata
 
 
 def _redirect_refusal(uri: str) -> str | None:
@@ -152,11 +188,10 @@ def _redirect_refusal(uri: str) -> str | None:
     An app's own scheme is one the operator allows (``BRAIN_OAUTH_REDIRECT_SCHEMES``: Cursor's
     ``cursor``, VS Code's ``vscode``); the toolkit refuses any other.
     """
-    try:
-        parts = urlsplit(uri)
-        hostname = parts.hostname
-    except ValueError:  # an unbalanced IPv6 bracket and the like
-        return f"redirect URI {uri[:100]!r} is not a valid URI"
+    if _uri_unreadable(uri):
+        return f"redirect URI {uri[:100]!r} is not a valid URI (its host or port cannot be read)"
+    parts = urlsplit(uri)
+    hostname = parts.hostname
     scheme = parts.scheme.lower()
     if scheme == "https" and hostname:
         return None
@@ -178,8 +213,9 @@ def _refused_metadata(metadata: dict[str, Any], current: Any = None) -> str | No
     """
     for name in TEXT_METADATA:
         # RFC 7591 §2: strings. A dict or a nested list was stored as its repr, past the detector.
-        if name in metadata and metadata[name] is not None and not isinstance(metadata[name], str):
-            return f"{name} must be a string"
+        # null too: the toolkit stored a null client_name into a NOT NULL column (a 500).
+        if name in metadata and not isinstance(metadata[name], str):
+            return f"{name} must be a string (leave it out rather than send null)"
     for name, value in metadata.items():
         values = value if isinstance(value, list) else [value]
         for item in values:
@@ -233,14 +269,12 @@ class RegistrationView(DynamicClientRegistrationView):
             )
             throttled["Retry-After"] = str(limited.retry_after)
             return throttled
-        try:
-            metadata = parse_json(request.body)
-        except InputRefused as refused:
-            return JsonResponse({"error": "invalid_client_metadata", "error_description": str(refused)}, status=400)
-        if isinstance(metadata, dict):
-            reason = _refused_metadata(metadata)
-            if reason is not None:
-                return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)
+        metadata = _metadata_body(request)
+        if isinstance(metadata, JsonResponse):
+            return metadata
+        reason = _refused_metadata(metadata)
+        if reason is not None:
+            return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)
         response: HttpResponse = super().post(request, *args, **kwargs)
         return response
 
@@ -270,14 +304,9 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
         auth = self._authenticate_registration_request(request, client_id)
         if isinstance(auth, HttpResponse):
             return auth
-        try:
-            metadata = parse_json(request.body)
-        except InputRefused as refused:
-            return JsonResponse({"error": "invalid_client_metadata", "error_description": str(refused)}, status=400)
-        if not isinstance(metadata, dict):
-            return JsonResponse(
-                {"error": "invalid_client_metadata", "error_description": "send a JSON object"}, status=400
-            )
+        metadata = _metadata_body(request)
+        if isinstance(metadata, JsonResponse):
+            return metadata
         reason = _refused_metadata(metadata, current=auth.application)
         if reason is not None:
             return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)

@@ -469,8 +469,17 @@ def _runs_into_next_line(text: str, start: int, end: int) -> bool:
     return bool(_NEXT_SETTING.search(after))
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+def _with_lines(text: str, spans: list[tuple[int, int, str, str]]) -> list[Finding]:
+    """The findings of ``spans`` (sorted by start) with their line numbers, in one pass over
+    ``text``: counting from the top for each finding was quadratic in the findings — a 2 MB body
+    of 100,000 URLs with credentials held a worker for a minute."""
+    findings: list[Finding] = []
+    line, counted_to = 1, 0
+    for start, end, category, kind in spans:
+        line += text.count("\n", counted_to, start)
+        counted_to = start
+        findings.append(Finding(category, kind, start, end, line))
+    return findings
 
 
 def find(text: str, *, url: bool = False) -> list[Finding]:
@@ -498,7 +507,7 @@ def find(text: str, *, url: bool = False) -> list[Finding]:
             merged[-1] = (last[0], max(last[1], span[1]), last[2], last[3])
             continue
         merged.append(span)
-    return [Finding(category, kind, start, end, _line_of(text, start)) for start, end, category, kind in merged]
+    return _with_lines(text, merged)
 
 
 # What PostgreSQL text cannot hold: NUL, and lone surrogates (a JSON ``"\\ud800"`` parses to

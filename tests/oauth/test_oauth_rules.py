@@ -513,6 +513,10 @@ class OAuthRuleTests(TestCase):
             {"redirect_uris": [REDIRECT], "client_name": {"x": "Agent AKIAQYLPMN5HHHFPZAM2"}},
             {"redirect_uris": [REDIRECT], "client_name": [["Agent"]]},
             {"redirect_uris": [REDIRECT], "client_name": 5},
+            {"redirect_uris": [REDIRECT], "client_name": None},  # was a NOT NULL violation: a 500
+            {"redirect_uris": ["https://a.example:99999/cb"]},  # every later authorization was a 500
+            {"redirect_uris": ["https://a.example:abc/cb"]},
+            {"redirect_uris": [REDIRECT], "software_version": "x" * 70_000},  # past the body's bound
             {"redirect_uris": [f"http://127.0.0.1:{port}/cb" for port in range(40000, 40021)]},
         ]
         for metadata in refused:
@@ -522,6 +526,25 @@ class OAuthRuleTests(TestCase):
                 assert response.status_code == 400, response.content
                 assert response.json()["error"] == "invalid_client_metadata"
                 assert "AKIA" not in response.content.decode()
+
+    def test_an_update_with_a_null_name_is_refused_and_the_client_kept(self) -> None:
+        client = self.register()
+        update = {"client_name": None, "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+        response = self.client.put(
+            client["registration_client_uri"].replace(BASE, ""), data=json.dumps(update),
+            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {client['registration_access_token']}",
+        )  # fmt: skip
+        assert response.status_code == 400
+        assert response.json()["error"] == "invalid_client_metadata"
+        assert Application.objects.get(client_id=client["client_id"]).name == "Agent"
+
+    def test_an_authorization_whose_redirect_port_cannot_be_read_is_a_bad_request(self) -> None:
+        client_id = self.register()["client_id"]
+        for uri in ("https://agent.example:99999/cb", "https://agent.example:x/cb", "https://[fe80::1/cb"):
+            with self.subTest(uri=uri):
+                answer = self.authorize(client_id, redirect_uri=uri)
+                assert answer.status_code == 400
+                assert "redirect_uri is not a valid URI" in answer.content.decode()
 
     def test_the_token_endpoint_knows_no_password_or_device_grant(self) -> None:
         client_id = self.register()["client_id"]
