@@ -45,6 +45,10 @@ SCOPE_MEMORY = "memory"
 SCOPE_SOURCES_WRITE = "sources:write"
 SCOPE_BUILDS_WRITE = "builds:write"
 ALL_SCOPES = frozenset({SCOPE_CORPUS_READ, SCOPE_MEMORY, SCOPE_SOURCES_WRITE, SCOPE_BUILDS_WRITE})
+# The scopes some MCP tool asks for (tests/mcp check it is the catalogue's union): what the MCP
+# resource's metadata advertises, so an agent does not ask a person for builds:write, which a
+# token bound to /api/mcp can never use.
+MCP_SCOPES = frozenset({SCOPE_CORPUS_READ, SCOPE_MEMORY, SCOPE_SOURCES_WRITE})
 
 # The protected resources (RFC 8707) of this deployment, as paths under BRAIN_BASE_URL.
 MCP_PATH = "/api/mcp"

@@ -38,6 +38,9 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
+MAX_NAME_SHOWN = 100  # characters of an unknown tool's name echoed in the error
+
+
 def error(message_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "code": code,
@@ -60,12 +63,17 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str | int)
 
 
+def echo_id(message: Any) -> Any:
+    """The id an error answer carries: the request's when it is a valid id, else null (an
+    object or a list sent as the id is never echoed back)."""
+    message_id = message.get("id") if isinstance(message, dict) else None
+    return message_id if _valid_id(message_id) else None
+
+
 def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | None:
     """Answer one JSON-RPC message for ``caller``; None for a notification."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
-        return error(
-            message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST, "Invalid JSON-RPC 2.0 request"
-        )
+        return error(echo_id(message), INVALID_REQUEST, "Invalid JSON-RPC 2.0 request")
     method: str = message["method"]
     if "id" not in message:
         return None  # notifications (initialized, cancelled, …) need no answer
@@ -127,8 +135,12 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
     name = params.get("name")
     tool = tool_for(caller, name) if isinstance(name, str) else None
     if tool is None:
-        # A tool the caller may not use is answered exactly like one that does not exist.
-        return error(message_id, INVALID_PARAMS, f"Unknown tool: {name}")
+        # A tool the caller may not use is answered exactly like one that does not exist. Such
+        # calls count in the read window too, and the name is echoed short: a megabyte of name
+        # was sent back whole, through the secret detector, as often as the caller liked.
+        ratelimit.hit(principal_key=caller.rate_key, rate_class="read")
+        shown = name if isinstance(name, str) and len(name) <= MAX_NAME_SHOWN else f"{str(name)[:MAX_NAME_SHOWN]}…"
+        return error(message_id, INVALID_PARAMS, f"Unknown tool: {shown}")
     ratelimit.hit(principal_key=caller.rate_key, rate_class=tool.rate_class)  # raises RateLimited → 429
     arguments = params.get("arguments") or {}
     try:

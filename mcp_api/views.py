@@ -22,7 +22,7 @@ from brain.inputs import InputRefused, parse_json
 from brain.ratelimit import RateLimited
 from mcp_api.auth import build_caller, person_caller
 from mcp_api.base import Caller
-from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, error
+from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, echo_id, error
 from oauth.config import MCP_PATH
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -59,6 +59,9 @@ def _origin_allowed(request: HttpRequest) -> bool:
 
 
 def _build_challenge(request: HttpRequest) -> str:
+    # RFC 6750 §3.1: no error code when the request carried no credential at all.
+    if bearer_token(request) is None:
+        return 'Bearer realm="brain-build"'
     return 'Bearer realm="brain-build", error="invalid_token"'
 
 
@@ -105,8 +108,10 @@ def _endpoint(
             refused["WWW-Authenticate"] = challenge(request)
             return refused
         declared = request.META.get("CONTENT_LENGTH") or "0"
+        if not (declared.isascii() and declared.isdigit()):
+            return _json(error(None, INVALID_REQUEST, "Content-Length must be a whole number of bytes"), 400, version)
         # The declared size first: reading an oversized body is what the limit is there to avoid.
-        if not declared.isdigit() or int(declared) > MAX_BODY_BYTES or len(request.body) > MAX_BODY_BYTES:
+        if int(declared) > MAX_BODY_BYTES or len(request.body) > MAX_BODY_BYTES:
             too_large = f"Request body too large: the limit is {MAX_BODY_BYTES:,} bytes"
             return _json(error(None, INVALID_REQUEST, too_large), 413, version)
         try:
@@ -117,7 +122,7 @@ def _endpoint(
             return _json(
                 error(None, INVALID_REQUEST, "Batches are not supported: send one message per POST"), 400, version
             )
-        message_id = message.get("id") if isinstance(message, dict) else None
+        message_id = echo_id(message)
         try:
             answer = dispatch(message, caller, version)
         except RateLimited as limited:
@@ -135,6 +140,8 @@ def _endpoint(
             accepted = HttpResponse(status=202)
             accepted["MCP-Protocol-Version"] = version
             return accepted
+        if isinstance(message, dict) and message.get("method") == "initialize" and "result" in answer:
+            version = answer["result"]["protocolVersion"]  # the version now in use, as the body says
         return _json(answer, 200, version)
 
     return view

@@ -20,12 +20,12 @@ urlpatterns = [
     path(".well-known/oauth-authorization-server", dot.OAuthServerMetadataView.as_view(), name="oauth-server-metadata"),
     path(
         ".well-known/oauth-protected-resource",
-        dot.OAuthProtectedResourceMetadataView.as_view(),
+        views.McpResourceMetadataView.as_view(),
         name="oauth-resource-metadata",
     ),
     path(
         ".well-known/oauth-protected-resource" + MCP_PATH,
-        dot.OAuthProtectedResourceMetadataView.as_view(),
+        views.McpResourceMetadataView.as_view(),
         name="oauth-resource-metadata-mcp",
     ),
     path("oauth/authorize/", views.ConsentView.as_view(), name="authorize"),

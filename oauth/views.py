@@ -21,13 +21,14 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, Js
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView, TokenView
+from oauth2_provider.views import AuthorizationView, OAuthProtectedResourceMetadataView, TokenView
 from oauth2_provider.views.dynamic_client_registration import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
 )
 from oauthlib.common import urldecode
 
+from brain.callers import MCP_SCOPES
 from brain.client_ip import client_network
 from brain.inputs import InputRefused, parse_json
 from brain.ratelimit import RateLimited, hit
@@ -65,6 +66,14 @@ class BrainTokenView(TokenView):
             return JsonResponse(body, status=400, headers={"Cache-Control": "no-store"})
         response: HttpResponseBase = super().post(request, *args, **kwargs)
         return response
+
+
+class McpResourceMetadataView(OAuthProtectedResourceMetadataView):
+    """RFC 9728 metadata of the MCP endpoint: the scopes its tools use, not every scope the
+    server knows (a client asks for what ``scopes_supported`` lists when the challenge names none)."""
+
+    def get_scopes_supported(self) -> list[str]:
+        return sorted(MCP_SCOPES)
 
 
 class ConsentView(AuthorizationView):

@@ -132,7 +132,8 @@ class OAuthRuleTests(TestCase):
             document = self.client.get(path).json()
             assert document["resource"] == MCP
             assert document["authorization_servers"] == [BASE]
-            assert document["scopes_supported"] == ["builds:write", "corpus:read", "memory", "sources:write"]
+            # What MCP's tools use: builds:write is for /api/v1 and useless on a token for /api/mcp.
+            assert document["scopes_supported"] == ["corpus:read", "memory", "sources:write"]
             assert document["bearer_methods_supported"] == ["header"]
 
     def test_401_points_the_client_at_the_resource_metadata(self) -> None:
@@ -164,6 +165,40 @@ class OAuthRuleTests(TestCase):
             )  # fmt: skip
             assert answer.status_code == 200
             assert answer["MCP-Protocol-Version"] == version
+
+    def test_the_transport_answers_edges_by_the_spec(self) -> None:
+        issued = self.connect()
+        bearer = {"HTTP_AUTHORIZATION": f"Bearer {issued['access_token']}"}
+
+        def post(message: Any, **extra: Any) -> Any:
+            return self.client.post("/api/mcp", data=json.dumps(message), content_type="application/json",
+                                    **bearer, **extra)  # fmt: skip
+
+        for bad_id in ({"a": [1]}, [1, 2]):  # an object or a list is never echoed as the id
+            for message in ({"id": bad_id, "method": "ping"}, {"jsonrpc": "2.0", "id": bad_id, "method": "ping"}):
+                answer = post(message)
+                assert answer.json()["id"] is None
+        # The version agreed on initialize is the header's too.
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+        agreed = post(initialize)
+        assert agreed.json()["result"]["protocolVersion"] == "2025-11-25"
+        assert agreed["MCP-Protocol-Version"] == "2025-11-25"
+        negative = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, CONTENT_LENGTH="-1")
+        assert negative.status_code == 400
+        assert "Content-Length" in negative.json()["error"]["message"]
+        # An unknown tool's name is echoed short, and such calls count in the read window.
+        long_name = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x" * 100_000}}
+        start_of_fresh_rate_window()
+        with self.settings(BRAIN_MCP_RATE_LIMITS={"read": 2}):
+            unknown = [post(long_name) for _ in range(3)]
+        assert [answer.status_code for answer in unknown] == [200, 200, 429]
+        assert len(unknown[0].content) < 1_000
+        assert unknown[0].json()["error"]["message"].startswith("Unknown tool: xxx")
+        # The build endpoint's challenge carries no error code when no credential was sent.
+        none = self.client.post("/api/build/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+                                content_type="application/json")  # fmt: skip
+        assert none.status_code == 401
+        assert "error=" not in none["WWW-Authenticate"]
 
     # ----------------------------------------------------------------- registration
 
@@ -330,6 +365,13 @@ class OAuthRuleTests(TestCase):
                 with self.subTest(tool=tool.name, scope=scope):
                     words = {"tag_source": "tag", "remember": "record"}.get(tool.name, "record")
                     assert words in sentence, (tool.name, sentence)
+
+    def test_the_mcp_resource_advertises_exactly_the_scopes_its_tools_ask_for(self) -> None:
+        from brain.callers import MCP_SCOPES
+        from mcp_api.tools import CATALOGUE
+
+        person_tools = [tool for tool in CATALOGUE if "person" in tool.kinds]
+        assert set().union(*(tool.scopes for tool in person_tools)) == MCP_SCOPES
 
     def test_a_replayed_authorization_code_revokes_every_token_it_issued(self) -> None:
         client = self.register()
