@@ -77,6 +77,12 @@ VAR = "var"
 VAR_ITEMS = ("secret-key", "secrets-keys", "demo-password", "demo-mirror.git")
 # Key files: restored 0600 whatever the archive says.
 PRIVATE_ITEMS = ("secret-key", "secrets-keys", "demo-password")
+# What the restore reads from a manifest: top-level names, and the keys each object must hold.
+MANIFEST_KEYS: dict[str, tuple[str, ...]] = {
+    "created_at": (), "var": (), "migrations": (), "counts": (),
+    "versions": ("pg_dump", "brain", "postgresql"), "database": ("sha256",), "media": ("storage", "files", "bytes"),
+}  # fmt: skip
+STAGING_RESERVE_BYTES = 512 * 1024 * 1024  # left free on var/'s disk while an archive is unpacked
 ARCHIVE_PREFIX = "brain-backup-"
 ARCHIVE_SUFFIX = ".tar.gz"
 # Rows counted into the manifest and compared after a restore: (name, table, boolean filter column).
@@ -576,6 +582,10 @@ def _stage(archive: Path, root: Path) -> _Staged:
     media = _TreeDigest()
     dump_sha256 = ""
     manifest: dict[str, Any] | None = None
+    # Staging shares var/'s disk with the live database: an archive declaring more than fits
+    # (a 2 MB .tar.gz can hold a 2 GB member of zeros) is refused before it fills the disk.
+    room = shutil.disk_usage(root).free - STAGING_RESERVE_BYTES
+    unpacked = 0
     try:
         with tarfile.open(archive, "r:gz") as tar:
             for member in tar:
@@ -584,6 +594,13 @@ def _stage(archive: Path, root: Path) -> _Staged:
                 if member.isdir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
+                unpacked += member.size
+                if unpacked > room:
+                    raise BackupError(
+                        f"{archive} unpacks to more than the free space beside var/ allows "
+                        f"({_human(unpacked)} so far, {_human(max(room, 0))} free after a "
+                        f"{_human(STAGING_RESERVE_BYTES)} reserve); free some space or restore elsewhere"
+                    )
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
                 assert source is not None  # a regular file
@@ -603,8 +620,37 @@ def _stage(archive: Path, root: Path) -> _Staged:
                     manifest = json.loads(target.read_text(encoding="utf-8"))
     except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as exc:
         raise BackupError(f"{archive} cannot be read as a brain backup: {exc}") from None
-    if manifest is None or manifest.get("format") != FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BackupError(f"{archive} has no {FORMAT} manifest; it is not a brain backup (or a newer format)")
+    try:
+        return _checked(archive, root, manifest, media, dump_sha256)
+    except (KeyError, TypeError, AttributeError) as missing:
+        raise BackupError(f"{archive}: the manifest is malformed ({type(missing).__name__}: {missing})") from None
+
+
+def _checked(archive: Path, root: Path, manifest: dict[str, Any], media: _TreeDigest, dump_sha256: str) -> _Staged:
+    """The staged archive, once everything it holds matches its manifest.
+
+    The manifest's ``var`` list names files the restore will place in var/: each must be one
+    of ``VAR_ITEMS``, once, and staged — as names, never as paths (``../manifest.json`` in an
+    altered manifest moved files outside var/, after the database had been swapped in)."""
+    missing = [name for name in MANIFEST_KEYS if name not in manifest]
+    missing += [f"{section}.{key}" for section, keys in MANIFEST_KEYS.items() if isinstance(manifest.get(section), dict)
+                for key in keys if key not in manifest[section]]  # fmt: skip
+    wrong = [name for name in ("versions", "database", "media", "counts") if not isinstance(manifest.get(name), dict)]
+    if missing or wrong:
+        raise BackupError(f"{archive}: the manifest is malformed (missing or not objects: {(missing + wrong)[:5]})")
+    listed = manifest["var"]
+    if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
+        raise BackupError(f"{archive}: the manifest's var list is not a list of names")
+    strange = sorted({item for item in listed if item not in VAR_ITEMS} | {i for i in listed if listed.count(i) > 1})
+    if strange:
+        raise BackupError(
+            f"{archive}: the manifest lists var entries a brain backup never holds (or twice): {strange[:5]}"
+        )
+    absent = [item for item in listed if not (root / VAR / item).exists()]
+    if absent:
+        raise BackupError(f"{archive}: the manifest lists var/{absent[0]}, the archive does not hold it")
     if not dump_sha256 or dump_sha256 != manifest["database"]["sha256"]:
         raise BackupError(f"{archive}: the database dump is missing or does not match its manifest")
     expected = {key: manifest["media"][key] for key in ("files", "bytes")}

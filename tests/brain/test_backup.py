@@ -162,6 +162,68 @@ def test_an_archive_with_a_path_outside_its_entries_is_refused_before_anything_c
     assert "cannot be read as a brain backup" in capsys.readouterr().err
 
 
+def archive_of(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def manifest_for(dump: bytes, **changes: Any) -> bytes:
+    manifest = {
+        "format": backup.FORMAT, "created_at": "2026-12-04T00:00:00+00:00", "migrations": {}, "counts": {},
+        "versions": {"pg_dump": "16.4", "brain": "1", "postgresql": "16.4"},
+        "database": {"sha256": hashlib.sha256(dump).hexdigest()},
+        "media": {"storage": "filesystem", "files": 0, "bytes": 0, "sha256": hashlib.sha256(b"").hexdigest()},
+        "var": ["secret-key"], **changes,
+    }  # fmt: skip
+    return json.dumps(manifest).encode()
+
+
+def test_an_altered_manifest_is_refused_before_anything_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest's var list names files, never paths: ``../manifest.json`` moved a file out
+    of var/ after the database had been swapped in, and the restore stopped half done."""
+    monkeypatch.setenv("BRAIN_VAR_DIR", str(tmp_path / "var"))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    dump = b"PGDMP not really"
+    for number, (changes, said) in enumerate([
+        ({"var": ["secret-key", "../manifest.json", "../../escaped"]}, "never holds"),
+        ({"var": ["secret-key", "secret-key"]}, "never holds"),
+        ({"var": ["secret-key", "secrets-keys"]}, "does not hold it"),
+        ({"var": "secret-key"}, "not a list of names"),
+        ({"versions": None}, "malformed"),
+        ({"database": {}}, "malformed"),
+        ({"media": {"storage": "filesystem", "files": 0, "bytes": 0}}, "malformed"),
+    ]):  # fmt: skip
+        archive = archive_of(
+            tmp_path / f"altered-{number}.tar.gz",
+            {"database.dump": dump, "var/secret-key": b"k" * 50, "manifest.json": manifest_for(dump, **changes)},
+        )
+        assert backup.main(["restore", "--file", str(archive)]) == 1, changes
+        assert said in capsys.readouterr().err, changes
+    assert not (tmp_path / "manifest.json").exists()
+    assert not (tmp_path / "var" / "pg").exists()  # no server was started, nothing was swapped
+
+
+def test_an_archive_larger_than_the_free_space_is_refused_while_it_is_unpacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BRAIN_VAR_DIR", str(tmp_path / "var"))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    (tmp_path / "var").mkdir()
+    free = shutil.disk_usage(tmp_path).free
+    monkeypatch.setattr(backup, "STAGING_RESERVE_BYTES", free - 100_000)  # as if 100 KB were free
+    bomb = archive_of(tmp_path / "bomb.tar.gz", {"media/originals/zeros": bytes(300_000)})
+    assert backup.main(["restore", "--file", str(bomb)]) == 1
+    assert "more than the free space" in capsys.readouterr().err
+    assert not (tmp_path / "var" / "pg").exists()
+    assert not any(path.is_file() for path in (tmp_path / "var").rglob("*"))  # the staging is gone
+
+
 def test_an_external_database_is_not_backed_up_by_make_backup(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
