@@ -118,18 +118,17 @@ def corpus_plan(principal: Principal, *, originals: bool = False) -> list[Entry]
     ``figures.yml`` and ``README.md`` (each with ``~2`` … when a page already holds the name).
     """
     plan: list[Entry] = []
-    taken: set[str] = set()  # lower-cased: a case-insensitive file system must not merge two names
+    taken = _Names()
     pages = Page.objects.visible_to(principal, "read").order_by("path")
     for pk, path, title, revision in pages.values_list("pk", "path", "title", "current_revision_id").iterator(
         chunk_size=2000
     ):
-        taken.add(path.lower())
-        plan.append(Entry(path, "page", path, pk, str(revision), title))
+        plan.append(Entry(taken.claim(path), "page", path, pk, str(revision), title))
     captures = Source.objects.visible_to(principal, "read").order_by("key")
     keys: list[tuple[int, str]] = []
     for pk, key, updated in captures.values_list("pk", "key", "updated_at").iterator(chunk_size=2000):
         keys.append((pk, key))
-        plan.append(Entry(_free(f"captures/{key}", ".md", taken), "capture", key, pk, updated.isoformat()))
+        plan.append(Entry(taken.free(f"captures/{key}", ".md"), "capture", key, pk, updated.isoformat()))
     if originals:
         for start in range(0, len(keys), 2000):
             batch = keys[start : start + 2000]
@@ -139,10 +138,10 @@ def corpus_plan(principal: Principal, *, originals: bool = False) -> list[Entry]
             for pk, key in batch:
                 if pk in names:
                     stem, _, suffix = _file_name(names[pk]).rpartition(".")
-                    name = _free(f"originals/{key}/{stem or suffix}", f".{suffix}" if stem else "", taken)
+                    name = taken.free(f"originals/{key}/{stem or suffix}", f".{suffix}" if stem else "")
                     plan.append(Entry(name, "original", key, pk))
-    plan.append(Entry(_free("figures", ".yml", taken), "figures"))
-    plan.append(Entry(_free("README", ".md", taken), "readme"))
+    plan.append(Entry(taken.free("figures", ".yml"), "figures"))
+    plan.append(Entry(taken.free("README", ".md"), "readme"))
     return plan
 
 
@@ -256,15 +255,40 @@ def corpus_files(principal: Principal) -> Iterator[ExportFile]:
         yield rendered.file
 
 
-def _free(stem: str, suffix: str, taken: set[str]) -> str:
-    """``stem + suffix``, or with ``~2``, ``~3`` … before the suffix when a page already has that
-    name (a page may live at ``captures/x.md``); deterministic, and never overwrites a file."""
-    name, number = stem + suffix, 1
-    while name.lower() in taken:
-        number += 1
-        name = f"{stem}~{number}{suffix}"
-    taken.add(name.lower())
-    return name
+class _Names:
+    """The names of one export's tree: every name a file, never also a folder.
+
+    Lower-cased, so a case-insensitive file system merges nothing. Pages keep their paths;
+    every generated name (a capture, an original, figures.yml, README.md) moves aside with
+    ``~2``, ``~3`` … before its suffix when it is taken as a file or a folder, and a folder on
+    its way that is already a file (``captures/x.md`` beside a capture keyed ``x.md/y``) moves
+    aside the same way — an archive holding ``a.md`` and ``a.md/b.md`` cannot be unpacked, and
+    the mirror silently dropped one of them.
+    """
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.folders: set[str] = set()
+
+    def claim(self, name: str) -> str:
+        self.files.add(name.lower())
+        parts = name.lower().split("/")
+        self.folders.update("/".join(parts[:end]) for end in range(1, len(parts)))
+        return name
+
+    def free(self, stem: str, suffix: str) -> str:
+        """``stem + suffix``, moved aside where it would collide (see the class); deterministic."""
+        *folders, last = stem.split("/")
+        for index, segment in enumerate(folders):
+            number = 1
+            while "/".join(folders[: index + 1]).lower() in self.files:
+                number += 1
+                folders[index] = f"{segment}~{number}"
+        name, number = "/".join([*folders, last + suffix]), 1
+        while name.lower() in self.files or name.lower() in self.folders:
+            number += 1
+            name = "/".join([*folders, f"{last}~{number}{suffix}"])
+        return self.claim(name)
 
 
 class _Pipe(io.RawIOBase):

@@ -5,7 +5,7 @@ in an access rule. So a path either is canonical or is refused with the rule it 
 
 Page path: lower-case ASCII letters, digits, ``-``, ``_``, ``.``; segments joined by a
 single ``/``; no leading or trailing ``/``; no ``.``/``..`` segments or segments starting
-with ``.``; ends in ``.md``; at most 255 characters.
+with ``.``; ends in ``.md``, and no folder does; at most 255 characters.
 
 Grant scope path: ``''`` (everything), a prefix ending in ``/``, or an exact path under
 the same segment rules.
@@ -89,6 +89,10 @@ def validate_page_path(path: object) -> str:
     _check_segments(path.split("/"))
     if not path.endswith(".md"):
         raise PathError("extension", "page path must end in '.md'")
+    if any(folder.endswith(".md") for folder in path.split("/")[:-1]):
+        # topics/a.md and topics/a.md/b.md: one name both a page and a folder, which no file
+        # tree (an export, the git mirror, a build's folder) can hold.
+        raise PathError("folder_extension", "a folder in a page path must not end in '.md'")
     return path
 
 

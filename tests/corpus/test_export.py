@@ -100,6 +100,22 @@ class ExportTests(BrainTestCase):
         assert "A page where a capture would go" in files["captures/notes/kickoff.md"]
         assert "We agreed on Thursdays." in files["captures/notes/kickoff~2.md"]
 
+    def test_no_name_is_both_a_file_and_a_folder_so_every_export_unpacks(self) -> None:
+        grant_issue(actor=SYSTEM, member=self.bob, path="", permission="read")
+        publish("figures.yml/a.md", title="A page under a folder named like the figures file")
+        publish("readme/b.md", title="Beside README")
+        capture("x", title="Capture x", text="Plain x.")
+        capture("x.md/y", title="Capture y", text="Under x.md.")
+        data = b"".join(zip_stream(corpus_files(self.bob)))
+        names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+        lowered = [name.lower() for name in names]
+        folders = {"/".join(name.split("/")[:end]) for name in lowered for end in range(1, name.count("/") + 1)}
+        assert not folders & set(lowered), sorted(folders & set(lowered))
+        assert len(set(lowered)) == len(lowered)
+        assert {"figures.yml/a.md", "captures/x.md", "figures~2.yml"} <= set(names)
+        assert "captures/x.md~2/y.md" in names
+        self.export(self.bob)  # and it unpacks
+
     def test_the_rest_export_streams_and_is_audited(self) -> None:
         token = api_token_issue(actor=self.bob, name="cli", scopes=["corpus:read"])[1]
         response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/export")

@@ -55,6 +55,8 @@ REFUSED = [
     ("topics/pricing", "extension"),
     ("topics/pricing.txt", "extension"),
     ("topics/pricing.md.bak", "extension"),
+    ("topics/a.md/b.md", "folder_extension"),  # a.md would be a page and a folder
+    ("a.md/b/c.md", "folder_extension"),
     ("", "empty"),
     ("a/" * 127 + "b.md", "too_long"),
 ]
