@@ -165,15 +165,30 @@ def corpus_render(principal: Principal, plan: list[Entry], wanted: list[Entry] |
             if source is not None:
                 data = _capture_markdown(source).encode("utf-8")
                 yield Rendered(entry, ExportFile(entry.name, data), source.updated_at.isoformat())
+    # Originals and the README are written last, after a download may have run for minutes:
+    # each is weighed again as it is written, like the pages and captures above (an original
+    # of a capture the reader lost meanwhile, or a hidden page's title in the README, leaked).
+    originals = [entry for entry in wanted if entry.kind == "original"]
+    readable_captures = _still_readable(Source, principal, [entry.pk for entry in originals])
     for entry in wanted:
-        if entry.kind == "original":
+        if entry.kind == "original" and entry.pk in readable_captures:
             original = next((found for store in _originals if (found := store.read(entry.pk or 0)) is not None), None)
             if original is not None:
                 yield Rendered(entry, ExportFile(entry.name, original), "")
         elif entry.kind == "figures":
             yield Rendered(entry, ExportFile(entry.name, _figures(principal)), "")
         elif entry.kind == "readme":
-            yield Rendered(entry, ExportFile(entry.name, _readme(plan)), "")
+            yield Rendered(entry, ExportFile(entry.name, _readme(principal, plan)), "")
+
+
+def _still_readable(model: type[Page] | type[Source], principal: Principal, pks: list[int | None]) -> set[int]:
+    """Which of ``pks`` ``principal`` may read now (in batches: a plan may hold 100,000)."""
+    readable: set[int] = set()
+    wanted = [pk for pk in pks if pk is not None]
+    for start in range(0, len(wanted), BATCH):
+        batch = wanted[start : start + BATCH]
+        readable.update(model.objects.visible_to(principal, "read").filter(pk__in=batch).values_list("pk", flat=True))
+    return readable
 
 
 def _page_batch(principal: Principal, batch: list[Entry]) -> Iterator[Rendered]:
@@ -232,10 +247,15 @@ def _file_name(name: str) -> str:
     return cleaned[:120] or "original"
 
 
-def _readme(plan: list[Entry]) -> bytes:
-    pages = [entry for entry in plan if entry.kind == "page"]
-    captures = sum(1 for entry in plan if entry.kind == "capture")
-    originals = sum(1 for entry in plan if entry.kind == "original")
+def _readme(principal: Principal, plan: list[Entry]) -> bytes:
+    """The index of the plan's pages and counts, of what ``principal`` may still read."""
+    planned_pages = [entry for entry in plan if entry.kind == "page"]
+    readable_pages = _still_readable(Page, principal, [entry.pk for entry in planned_pages])
+    pages = [entry for entry in planned_pages if entry.pk in readable_pages]
+    capture_entries = [entry for entry in plan if entry.kind in ("capture", "original")]
+    readable = _still_readable(Source, principal, [entry.pk for entry in capture_entries])
+    captures = sum(1 for entry in capture_entries if entry.kind == "capture" and entry.pk in readable)
+    originals = sum(1 for entry in capture_entries if entry.kind == "original" and entry.pk in readable)
     figures = next(entry.name for entry in plan if entry.kind == "figures")
     with_originals = f" ({originals} original files under `originals/`)" if originals else ""
     lines = [

@@ -23,7 +23,7 @@ def unzip(data: bytes) -> dict[str, str]:
 
 class ExportTests(BrainTestCase):
     def setUp(self) -> None:
-        grant_issue(actor=SYSTEM, member=self.bob, path="captures/notes/", permission="read")
+        self.notes_grant = grant_issue(actor=SYSTEM, member=self.bob, path="captures/notes/", permission="read")
         capture("notes/kickoff", title="Kickoff", text="We agreed on Thursdays.")
         capture("secret/board", title="Board minutes", text="Hidden.")
         publish(DISCOUNT_POLICY, title="Discount policy", category="pricing", sensitivity="restricted")
@@ -156,6 +156,29 @@ class ExportTests(BrainTestCase):
         assert "1 original files under `originals/`" in readme
         assert int(response["X-Brain-Export-Files"]) == len(self.export(self.bob)) + 1  # + the original
         assert client.get("/api/v1/export?originals=maybe").status_code == 400
+
+    def test_what_the_reader_loses_while_an_export_runs_stays_out_of_its_last_files(self) -> None:
+        """Originals and README.md are written last, minutes into a slow download."""
+        from corpus.export import corpus_plan, corpus_render
+        from grants.services import grant_revoke
+        from ingest.services import document_ingest
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        document_ingest(actor=self.alice, filename="plan.txt", data=b"TOP SECRET original bytes",
+                        key="notes/upload", enqueue=False)  # fmt: skip
+        layoffs = grant_issue(actor=SYSTEM, member=self.bob, path="hr/layoffs.md", permission="read")
+        publish("hr/layoffs.md", title="Layoff list Q1")
+        plan = corpus_plan(self.bob, originals=True)
+        assert {"original", "page"} <= {entry.kind for entry in plan}
+        assert "Layoff list Q1" in next(e for e in plan if e.kind == "page" and e.subject == "hr/layoffs.md").title
+        grant_revoke(actor=SYSTEM, grant=self.notes_grant)
+        grant_revoke(actor=SYSTEM, grant=layoffs)
+        files = {rendered.file.path: rendered.file.data for rendered in corpus_render(self.bob, plan)}
+        assert not [name for name in files if name.startswith(("originals/", "captures/", "hr/"))]
+        readme = files["README.md"].decode()
+        assert "Layoff" not in readme
+        assert "hr/layoffs.md" not in readme
+        assert "0 captures" in readme
 
     def test_the_browse_page_offers_the_download(self) -> None:
         browser = Client()
