@@ -8,10 +8,12 @@ exits with a code that says what kind of failure it was (``brain_cli.client``).
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -238,11 +240,25 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         return
-    written = 0
-    with open(output, "wb") as handle:
-        for chunk in chunks:
-            written += handle.write(chunk)
+    written = _write_whole(Path(output), chunks)
     ctx.emit({"output": output, "bytes": written}, lambda _: err.print(f"Wrote {written:,} bytes to {output}"))
+
+
+def _write_whole(target: Path, chunks: Iterator[bytes]) -> int:
+    """Write ``chunks`` to ``target`` all or nothing: into a private file beside it, moved over
+    ``target`` only when the download ended well. A refused token, an unreachable server or a
+    cut stream leaves a previous export where it was (opening ``target`` first emptied it)."""
+    descriptor, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    written = 0
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            for chunk in chunks:
+                written += handle.write(chunk)
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return written
 
 
 # --------------------------------------------------------------------------- the corpus

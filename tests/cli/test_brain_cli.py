@@ -162,6 +162,15 @@ class BrainCliTests(LiveServerTestCase):
             ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("share", "stats?x=1"), 2,
              "not a memory id"),
         ]  # fmt: skip
+        previous = self.home / "previous.zip"
+        previous.write_bytes(b"last week's export")
+        for env, code in (({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, 5),
+                          ({"BRAIN_URL": "http://127.0.0.1:9", "BRAIN_TOKEN": self.token}, 5),
+                          ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": "bmt_expired"}, 3)):  # fmt: skip
+            with self.subTest(kept_through=env):
+                assert self.brain("export", "-o", str(previous), env=env).returncode == code
+                assert previous.read_bytes() == b"last week's export"  # a failed download changes nothing
+        assert sorted(path.name for path in self.home.iterdir() if "partial" in path.name) == []
         for env, args, code, words in cases:
             with self.subTest(args=args, url=env["BRAIN_URL"]):
                 result = self.brain(*args, env=env)
