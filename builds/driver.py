@@ -75,13 +75,21 @@ class ArchiveRefused(DomainError, ValueError):
 
 
 def files_from_folder(root: Path) -> list[tuple[str, str]]:
-    """Every ``*.md`` under ``root`` as (relative path, text). Raises ``ArchiveRefused``."""
+    """Every ``*.md`` under ``root`` as (relative path, text). Raises ``ArchiveRefused``.
+
+    A symbolic link on the way to a file is refused, naming it: a link to a file outside the
+    folder (``topics/x.md -> ~/private.md``) published what the folder did not hold.
+    """
     if not root.is_dir():
         raise ArchiveRefused(f"{root} is not a directory")
     limit = driver_settings()["MAX_FILE_BYTES"]
     files: list[tuple[str, str]] = []
-    for file in sorted(root.rglob("*.md")):
+    for file in sorted(root.rglob("*")):
         relative = file.relative_to(root).as_posix()
+        if file.is_symlink() and (file.name.endswith(".md") or file.is_dir()):
+            raise ArchiveRefused(f"{relative} is a symbolic link; copy what it points at instead")
+        if file.is_symlink() or not file.name.endswith(".md") or not file.is_file():
+            continue
         if file.stat().st_size > limit:
             raise ArchiveRefused(f"{relative} is larger than {limit} bytes")
         try:

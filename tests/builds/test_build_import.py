@@ -175,6 +175,26 @@ class CorpusImportCommandTests(VictorMixin, BrainTestCase):
         assert "not valid YAML" in err.getvalue()
         assert not Page.objects.exists()
 
+    def test_a_symbolic_link_in_the_folder_is_refused_naming_it(self) -> None:
+        import tempfile
+
+        from builds.driver import ArchiveRefused, files_from_folder
+
+        with tempfile.TemporaryDirectory() as outside, tempfile.TemporaryDirectory() as tmp:
+            private = Path(outside) / "private.md"
+            private.write_text("---\ntitle: Outside the tree\n---\nPrivate.\n")
+            (Path(outside) / "more").mkdir()
+            (Path(outside) / "more" / "x.md").write_text("---\ntitle: Also outside\n---\nx\n")
+            for name, target in (("topics/linked.md", private), ("topics/folder", Path(outside) / "more")):
+                with self.subTest(name=name):
+                    root = write_tree(Path(tmp) / name.replace("/", "-"), TREE)
+                    (root / name).symlink_to(target)
+                    with pytest.raises(CommandError, match=f"{name} is a symbolic link"):
+                        call_command("corpus_import", str(root), "--requester", "alice", "--approver", "victor")
+                    with pytest.raises(ArchiveRefused, match="symbolic link"):
+                        files_from_folder(root)
+        assert not Page.objects.exists()
+
     def test_exit_code_is_non_zero(self) -> None:
         import os
         import subprocess

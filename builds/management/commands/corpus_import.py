@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from brain.embeddings import EmbeddingError
+from builds.driver import ArchiveRefused, files_from_folder
 from builds.services import ImportInvalid, build_import
 from grants.models import Member
 
@@ -30,20 +31,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         root: Path = options["directory"]
-        if not root.is_dir():
-            raise CommandError(f"{root} is not a directory")
         requester = self._member(options["requester"])
         approver = self._member(options["approver"])
-        files: list[tuple[str, str]] = []
-        unreadable: list[str] = []
-        for file in sorted(root.rglob("*.md")):
-            relative = file.relative_to(root).as_posix()
-            try:
-                files.append((relative, file.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
-                unreadable.append(relative)
-        if unreadable:
-            raise CommandError("not readable as UTF-8 text: " + ", ".join(unreadable) + "; nothing was imported")
+        try:
+            files = files_from_folder(root)  # the folder reader build_import uses: same limits, no links
+        except ArchiveRefused as refused:
+            raise CommandError(f"{refused}; nothing was imported") from None
         if not files:
             raise CommandError(f"no .md files under {root}")
         self.stdout.write(f"validating {len(files)} page(s)…")
