@@ -1,7 +1,7 @@
 """Direct messages from the Brain's Slack app to a linked member (weekly insights).
 
 Needs the bot token (scope ``chat:write``) stored as the integration secret
-``slack_bot_token`` (``manage.py integration_secret slack_bot_token`` or the admin) and
+``slack_bot_token`` (``manage.py integration_secret set slack_bot_token``, from stdin, or the admin) and
 the member's Slack account linked (``/brain link``). Posting to a user id opens the app's
 DM with them. ``BRAIN_SLACK_API_URL`` points elsewhere only in tests.
 """
