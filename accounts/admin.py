@@ -154,7 +154,7 @@ class PeopleMemberAdmin(MemberAdmin):
 
     @admin.display(description="Signed-in sessions")
     def sessions(self, obj: Member) -> str:
-        entries = SignedInSession.objects.filter(user=obj.user).order_by("-last_seen_at")
+        entries = SignedInSession.objects.live().filter(user=obj.user).order_by("-last_seen_at")
         if not entries:
             return "none"
         return format_html(

@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from grants.models import Member
 
@@ -50,6 +51,13 @@ class Invitation(models.Model):
         return "expired" if self.expires_at <= timezone.now() else "pending"
 
 
+class SignedInSessionQuerySet(models.QuerySet["SignedInSession"]):
+    def live(self) -> SignedInSessionQuerySet:
+        """The sessions that still sign their browser in: an expired one is gone for the
+        browser, whether or not the daily ``accounts.clear_sessions`` has removed its row yet."""
+        return self.filter(session__expire_date__gt=timezone.now())
+
+
 class SignedInSession(models.Model):
     """One browser session of a signed-in person, so they (and suspension) can end it.
 
@@ -66,6 +74,8 @@ class SignedInSession(models.Model):
     ip = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=255, blank=True)
     via = models.CharField(max_length=16, default="password")
+
+    objects = SignedInSessionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-last_seen_at"]

@@ -124,7 +124,7 @@ def security(request: HttpRequest) -> HttpResponse:
         else:
             raise Http404("unknown action")
         return redirect("accounts:security")
-    sessions = list(SignedInSession.objects.filter(user=user).order_by("-last_seen_at"))
+    sessions = list(SignedInSession.objects.live().filter(user=user).order_by("-last_seen_at"))
     context = {
         "sessions": sessions,
         "current": current,

@@ -244,10 +244,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "slack-sweep": {"task": "integrations.slack_sweep", "schedule": 60.0},
     # Expired OAuth tokens and authorization codes (django-oauth-toolkit's cleartokens).
     "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 24 * 60 * 60.0},
-    # Git mirrors: pushed after each promotion; the sweep catches everything else (grant
-    # changes, tags, a promotion whose message was lost) and notices a remote that moved.
+    # Expired browser sessions (Django's clearsessions) and their Security-page rows.
+    "accounts-clear-sessions": {"task": "accounts.clear_sessions", "schedule": 24 * 60 * 60.0},
     # The lexical arm's inverse document frequencies (a no-op when no chunk changed).
     "lexeme-statistics": {"task": "corpus.lexeme_statistics", "schedule": 300.0},
+    # Git mirrors: pushed after each promotion; the sweep catches everything else (grant
+    # changes, tags, a promotion whose message was lost) and notices a remote that moved.
     "mirror-sweep": {"task": "mirror.sweep", "schedule": float(env_int("BRAIN_MIRROR_SWEEP_SECONDS", 300, minimum=30))},
     # Calendar subscriptions due for a refresh (each at most every BRAIN_CALENDAR_REFRESH_SECONDS).
     "memory-calendars": {"task": "memory.calendars_refresh", "schedule": 900.0},

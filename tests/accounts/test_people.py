@@ -433,6 +433,29 @@ class SecurityPageTests(BrainTestCase):
         assert is_signed_in(laptop)
         assert Session.objects.filter(session_key=laptop.session.session_key).exists()
 
+    def test_an_expired_session_is_not_listed_and_the_daily_task_removes_it(self) -> None:
+        import datetime as dt
+
+        from django.utils import timezone
+
+        from accounts.tasks import clear_sessions_task
+
+        forgotten = signed_in("bob", "pw-bob-12345")
+        laptop = signed_in("bob", "pw-bob-12345")
+        expired = timezone.now() - dt.timedelta(days=30)
+        Session.objects.filter(session_key=forgotten.session.session_key).update(expire_date=expired)
+        listed = laptop.get("/account/security/").context["sessions"]
+        assert [entry.session_id for entry in listed] == [laptop.session.session_key]
+        admin = Client()
+        admin.force_login(self.charlie.user)
+        shown = admin.get(f"/admin/grants/member/{self.bob.pk}/change/").content.decode()
+        assert shown.count("last seen") == 1
+        clear_sessions_task()
+        assert list(SignedInSession.objects.filter(user=self.bob.user).values_list("session_id", flat=True)) == [
+            laptop.session.session_key
+        ]
+        assert is_signed_in(laptop)
+
     def test_sessions_are_named_by_browser_and_system(self) -> None:
         firefox = Client(
             HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"
