@@ -102,9 +102,17 @@ class CursorList(PlainView):
     def item(self, row: Any) -> BaseModel:
         raise NotImplementedError
 
+    def known_query_parameters(self) -> set[str]:
+        return {*self.filterset_class.base_filters, "cursor", "limit"}
+
     def get(self, request: Request) -> Response:
         caller = request.auth
         assert isinstance(caller, Caller)
+        limit = request.query_params.get("limit")
+        if limit is not None and not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= Cursor.max_page_size):
+            # DRF's paginator quietly used 20 for 0, "abc" and 201: a client asking for 500 got 20.
+            message = f"limit must be a whole number from 1 to {Cursor.max_page_size}"
+            return Response(error_body("invalid", message), status=400)
         filters = self.filterset_class(request.query_params, queryset=self.rows(caller), request=request)
         if not filters.is_valid():
             problems = "; ".join(f"{field}: {' '.join(errors)}" for field, errors in filters.errors.items())

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as ArgsInvalid
-from rest_framework.exceptions import Throttled
+from rest_framework.exceptions import ParseError, Throttled
 from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -68,6 +68,22 @@ class PlainView(APIView):
 
     def rate_class_for(self, method: str | None) -> str:
         return self.rate_class
+
+    def known_query_parameters(self) -> set[str]:
+        """The query parameters this endpoint reads (the ones its OpenAPI operation documents)."""
+        return {str(parameter.name) for parameter in self.query_parameters}
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """After authentication, permission and throttling: an unknown query parameter is a 400
+        naming it, as on every tool-backed endpoint (``?prefx=`` listed everything; ``?original=``
+        exported without the originals asked for)."""
+        super().initial(request, *args, **kwargs)
+        if request.method in ("GET", "HEAD", "DELETE"):
+            # "format" is DRF's own (?format=json picks a renderer).
+            unknown = sorted(set(request.query_params) - self.known_query_parameters() - {"format"})
+            if unknown:
+                named = ", ".join(name[:64] for name in unknown[:10])
+                raise ParseError(f"Unknown query parameter(s): {named}.", code="invalid")
 
     def member(self, request: Request) -> Member:
         caller = request.auth
@@ -323,6 +339,10 @@ class MemoryCount(PlainView):
     surface = "memory"
     operation_id = "count_memories"
     response_models = {200: CountOut}
+    query_parameters = [
+        OpenApiParameter("workspace", OpenApiTypes.STR, OpenApiParameter.QUERY, enum=["personal", "company"],
+                         description="Only this layer: personal or company (the team layer)"),
+    ]  # fmt: skip
 
     def get(self, request: Request) -> Response:
         from memory.models import Memory
