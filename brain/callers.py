@@ -167,6 +167,16 @@ def admits(surface: Surface, caller: Caller) -> bool:
     return True
 
 
+def wrong_resource(surface: Surface, caller: Caller) -> str | None:
+    """The resource an OAuth token would need for ``surface`` when it is bound elsewhere, else None
+    (so a refusal names the resource, not a scope the token already holds)."""
+    if caller.kind != PERSON or caller.kind not in surface.kinds or surface.resource is None:
+        return None
+    if _bound_to(caller.resources, surface.resource):
+        return None
+    return settings.BRAIN_BASE_URL + surface.resource
+
+
 def _bound_to(resources: tuple[str, ...], path: str) -> bool:
     from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 

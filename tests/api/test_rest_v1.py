@@ -334,8 +334,8 @@ class QueryParameterTests(BrainTestCase):
         documented parameter is accepted by name."""
         document = json.loads(self.api.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
         checked = 0
+        samples = {"path": PRICE_LIST, "question_id": "1"}
         for template, methods in document["paths"].items():
-            samples = {"path": PRICE_LIST, "question_id": "1"}
             path = re.sub(r"{(\w+)}", lambda found: samples.get(found.group(1), "x"), template)
             for method in ("get", "delete"):
                 if method not in methods:

@@ -153,6 +153,11 @@ class ScopeMatrixTests(BrainTestCase):
         assert not reaches("build", "GET", "/api/v1/memories")
         # An OAuth token bound to the MCP resource is not a REST token, whatever its scopes.
         assert not reaches("oauth all scopes for /api/mcp", "GET", "/api/v1/pages")
+        # ... and the refusal names the resource it needs, not a scope the token already holds.
+        refused = self.call("GET", "/api/v1/pages", self.credentials["oauth all scopes for /api/mcp"])
+        message = refused.json()["error"]["message"]
+        assert "issued for another resource" in message
+        assert message.endswith(f"{settings.BRAIN_BASE_URL}/api/v1.")
 
 
 # Each MCP tool a person or a build reaches, and the REST surface doing the same thing: the
