@@ -230,7 +230,8 @@ def build_import_upload(request: HttpRequest) -> HttpResponse:
 @require_GET
 def build_api_detail(request: HttpRequest, public_id: str) -> JsonResponse:
     if not request.user.is_authenticated:
-        return json_error("unauthenticated", "Sign in or send a credential.", 401)
+        # The web page's own JSON: a signed-in browser only (programs use GET /api/v1/builds/<id>).
+        return json_error("unauthenticated", "Sign in first; with a token, use GET /api/v1/builds/<id>.", 401)
     try:
         build = build_get_visible(principal=principal_for_user(request.user), public_id=public_id)
     except Build.DoesNotExist:

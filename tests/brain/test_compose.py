@@ -186,3 +186,26 @@ def test_every_documented_variable_is_in_env_example() -> None:
     ):
         assert name in example, name
         assert name in readme, name
+
+
+def test_every_variable_the_code_reads_is_in_env_example() -> None:
+    """Enumerated from the code (every ``env_*("NAME"…)`` call outside tests and benches): the
+    README says .env.example lists them all, and the compose file hands .env to every process."""
+    import re
+
+    example = (PROJECT_ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^#?([A-Z][A-Z0-9_]+)=", example, flags=re.MULTILINE))
+    read: set[str] = set()
+    for source in PROJECT_ROOT.rglob("*.py"):
+        relative = source.relative_to(PROJECT_ROOT).parts
+        if relative[0] in (".venv", "tests", "bench", "var", "node_modules"):
+            continue
+        read |= set(re.findall(r"\benv_\w+\(\s*\"([A-Z][A-Z0-9_]+)\"", source.read_text(encoding="utf-8")))
+    assert len(read) >= 80
+    assert sorted(read - listed) == []
+
+
+def test_the_app_processes_take_every_other_setting_from_env(compose: dict[str, Any]) -> None:
+    for name in ("migrate", "web", "worker", "beat", "mail"):
+        service = compose["services"][name]
+        assert any(entry.get("path") == ".env" for entry in service.get("env_file", [])), name
