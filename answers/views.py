@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
 
 from answers.models import Question
 from answers.services import as_readable_now, question_ask
@@ -39,6 +40,7 @@ def ask(request: HttpRequest, member: Member) -> HttpResponseBase:
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # page or fragment by this header: Back must not show the fragment alone
 @member_required
 def question(request: HttpRequest, member: Member, question_id: int) -> HttpResponseBase:
     found = Question.objects.filter(pk=question_id, asker=member).first()

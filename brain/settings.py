@@ -107,6 +107,8 @@ MIDDLEWARE = [
     # First: every response, including Django's own 400 for a disallowed host, gets an id.
     "brain.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Early, so a 400/413 answered by the middleware below carries it too.
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "brain.middleware.ContentSecurityPolicyMiddleware",
     # Control characters in the path, query or form fields and oversized bodies stop here (400/413).
     "brain.inputs.HostileInputMiddleware",
@@ -120,7 +122,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     # Refusals that escape a web view become their status and message (brain.domain.problem_for).
     "brain.middleware.DomainErrorMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a lockout raised during sign-in into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]

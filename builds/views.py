@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.errors import error_response, json_error
@@ -57,6 +58,7 @@ def _visible_or_404(request: HttpRequest, public_id: str) -> Build:
 _AGENT_BUILD_SESSION_KEY = "_brain_agent_build"
 
 
+@never_cache  # a new build's credential is shown once: never kept for Back
 @login_required
 @require_http_methods(["GET", "POST"])
 @limited_view("write")

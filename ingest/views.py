@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from brain.errors import json_error
 from brain.ratelimit import RateLimited, hit, throttled
@@ -95,6 +96,7 @@ def upload(request: HttpRequest, member: Member) -> HttpResponseBase:
 
 
 @require_GET
+@vary_on_headers("HX-Request")  # page or polled fragment: a browser cache must keep them apart
 @member_required
 def source(request: HttpRequest, member: Member, key: str) -> HttpResponseBase:
     try:
@@ -107,6 +109,7 @@ def source(request: HttpRequest, member: Member, key: str) -> HttpResponseBase:
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @member_required
 def uploads(request: HttpRequest, member: Member) -> HttpResponse:
     """The member's own uploads with their extraction status, newest first (polls while any runs)."""

@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.domain import DomainError
@@ -222,6 +223,7 @@ def export(request: HttpRequest, member: Member) -> HttpResponseBase:
     return response
 
 
+@never_cache  # the new token is on this page once: Back must not bring it back from the browser's cache
 @require_http_methods(["GET", "POST"])
 @member_view
 def tokens(request: HttpRequest, member: Member) -> HttpResponseBase:
