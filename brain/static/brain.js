@@ -6,6 +6,34 @@ document.addEventListener("submit", (event) => {
   }
 });
 
+// A POST form is sent once: a second click while the first is on its way filed a second
+// question, opened a second build (whose credential nobody saw) or issued a second token. The
+// buttons come back when the page is shown again (Back) or, for a download, after a while.
+const SUBMIT_BUTTONS = "button:not([type]), button[type=submit], input[type=submit]";
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (event.defaultPrevented || form.method.toLowerCase() !== "post" || form.hasAttribute("hx-post")) return;
+  if (form.dataset.submitting) {
+    event.preventDefault();
+    return;
+  }
+  form.dataset.submitting = "true";
+  // After this event: a button disabled now would not send its own name and value.
+  setTimeout(() => form.querySelectorAll(SUBMIT_BUTTONS).forEach((button) => {
+    button.disabled = true;
+    button.dataset.sending = "true";
+  }), 0);
+  setTimeout(() => release(form), 10000);
+});
+function release(form) {
+  delete form.dataset.submitting;
+  form.querySelectorAll("[data-sending]").forEach((button) => {
+    button.disabled = false;
+    delete button.dataset.sending;
+  });
+}
+window.addEventListener("pageshow", () => document.querySelectorAll("form[data-submitting]").forEach(release));
+
 // Progressive enhancement: with script, the navigation collapses behind "Menu" on small screens.
 document.documentElement.classList.add("js");
 document.addEventListener("click", (event) => {

@@ -154,6 +154,33 @@ class JourneyTests(BrowserTestCase):
         # The diff that was approved, still there after promotion.
         expect(victor.locator(".diff .del del").filter(has_text=re.compile(r"^12$"))).to_have_count(1)
 
+    def test_a_post_form_is_sent_once_however_often_it_is_submitted(self) -> None:
+        """A second click while the first POST was on its way opened a second build, whose
+        credential nobody ever saw. Counted where the browser would send the form: a listener on
+        the window, after brain.js, sees which submissions are still going ahead (and stops them)."""
+        page = self.signed_in("alice", PASSWORDS["alice"])
+        page.goto(f"{self.live_server_url}/builds/")
+        page.get_by_text("Start an agent build").click()
+        page.get_by_label("What the agent should change").fill("Update the price list for 2027")
+        sent = page.evaluate(
+            """async () => {
+                let sent = 0;
+                window.addEventListener("submit", (event) => {
+                    if (!event.defaultPrevented) sent++;
+                    event.preventDefault();
+                });
+                const form = document.querySelector("details form");
+                form.requestSubmit();
+                form.requestSubmit();
+                await new Promise((resolve) => setTimeout(resolve, 50));
+                form.requestSubmit();
+                return sent;
+            }"""
+        )
+        assert sent == 1
+        expect(page.get_by_role("button", name="Open the build and show its credential")).to_be_disabled()
+        assert not Build.objects.filter(title="Update the price list for 2027").exists()
+
     def test_reject_needs_a_reason(self) -> None:
         build = self._submitted_build()
         victor = self.signed_in("victor", PASSWORDS["victor"])
