@@ -82,13 +82,14 @@ bench-retrieval: $(STAMP)
 bench-search-scale: $(STAMP)
 	$(PY) -m bench.search_scale
 
-# MCP read_page throughput through gunicorn against a plain Django view (about a minute).
+# The ZIP export at 1k and 10k pages and the git mirror's first against an incremental push.
 bench-export: $(STAMP)
 	$(PY) -m bench.export
 
 bench-rest: $(STAMP)
 	$(PY) -m bench.rest_throughput
 
+# MCP read_page throughput through gunicorn against a plain Django view (about a minute).
 bench-mcp: $(STAMP)
 	$(PY) -m bench.mcp_throughput
 
