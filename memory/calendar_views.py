@@ -9,6 +9,8 @@ same 404 as a missing one).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
@@ -30,7 +32,7 @@ from memory.calendars import (
 )
 from memory.classify import MemoryInvalid
 from memory.models import CalendarSubscription
-from memory.views import member_view
+from memory.views import REFUSALS, member_view, typed_back
 
 _OUTCOME_SESSION_KEY = "memory-calendar-outcome"
 SKIPPED_SHOWN = 50
@@ -46,21 +48,21 @@ def calendars(request: HttpRequest, member: Member) -> HttpResponseBase:
     reload neither imports again nor loses the outcome.
     """
     if request.method == "GET":
-        context = {
-            "subscriptions": calendar_subscriptions(actor=member),
-            "outcome": request.session.pop(_OUTCOME_SESSION_KEY, None),
-            "skipped_shown": SKIPPED_SHOWN,
-        }
-        return render(request, "memory/calendars.html", context)
+        return _page(request, member)
     action = request.POST.get("action", "")
     try:
         if action == "import":
             _import(request, member)
         elif action == "subscribe":
-            subscription = calendar_subscribe(
-                actor=member, url=request.POST.get("url", ""), name=request.POST.get("name", ""),
-                workspace=request.POST.get("workspace") or None,
-            )  # fmt: skip
+            try:
+                subscription = calendar_subscribe(
+                    actor=member, url=request.POST.get("url", ""), name=request.POST.get("name", ""),
+                    workspace=request.POST.get("workspace") or None,
+                )  # fmt: skip
+            except REFUSALS as refused:
+                # The form again with the address and name as typed, and why not (a redirect emptied it).
+                messages.error(request, str(refused) or "You may not do this.")
+                return _page(request, member, typed=typed_back(request.POST), status=400)
             # Fetched at once, so the person sees it work (or why not) instead of waiting for the beat.
             result = calendar_refresh(subscription)
             note = messages.error if result.error else messages.success
@@ -78,6 +80,16 @@ def calendars(request: HttpRequest, member: Member) -> HttpResponseBase:
     except CalendarSubscription.DoesNotExist as exc:
         raise Http404 from exc
     return redirect("memory:calendars")
+
+
+def _page(request: HttpRequest, member: Member, *, typed: Any = None, status: int = 200) -> HttpResponse:
+    context = {
+        "subscriptions": calendar_subscriptions(actor=member),
+        "outcome": request.session.pop(_OUTCOME_SESSION_KEY, None) if typed is None else None,
+        "skipped_shown": SKIPPED_SHOWN,
+        "typed": typed or {},
+    }
+    return render(request, "memory/calendars.html", context, status=status)
 
 
 def _import(request: HttpRequest, member: Member) -> None:

@@ -19,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.domain import DomainError
-from brain.text.secrets import NulRefused, SecretRefused
+from brain.text.secrets import NulRefused, SecretRefused, find, unstorable
 from grants.decorators import limited_view, member_required
 from grants.models import Member
 from memory.classify import MemoryInvalid
@@ -38,6 +38,20 @@ from memory.services import (
 )
 from memory.tokens import api_token_issue, api_token_revoke
 
+# What the memory layer refuses a person with, in words they can act on.
+REFUSALS = (PermissionDenied, MemoryInvalid, SecretRefused, NulRefused)
+
+
+def typed_back(data: Any) -> dict[str, str]:
+    """What a refused form may show again: each field as typed, except any value holding a
+    secret or text that cannot be stored — a refused secret is never echoed into the page."""
+    shown: dict[str, str] = {}
+    for name in data:
+        value = str(data.get(name, ""))
+        if unstorable(value) is None and not find(value):
+            shown[name] = value
+    return shown
+
 
 def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """``member_required``, with the memory layer's domain errors turned into messages or 404s."""
@@ -49,7 +63,7 @@ def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResp
             return view(request, member, *args, **kwargs)
         except Memory.DoesNotExist as exc:
             raise Http404 from exc
-        except (PermissionDenied, MemoryInvalid, SecretRefused, NulRefused) as refused:
+        except REFUSALS as refused:
             messages.error(request, str(refused) or "You may not do this.")
             back = request.META.get("HTTP_REFERER", "")
             safe = url_has_allowed_host_and_scheme(
@@ -246,14 +260,25 @@ def tokens(request: HttpRequest, member: Member) -> HttpResponseBase:
                 actor=member, name=request.POST.get("name", ""), scopes=request.POST.getlist("scopes")
             )
         except MemoryInvalid as invalid:
+            # The form again with what was typed and ticked, and why not: a redirect emptied it.
             messages.error(request, str(invalid))
-            return redirect("memory:tokens")
+            chosen = request.POST.getlist("scopes")
+            name = typed_back(request.POST).get("name", "")
+            return _tokens_page(request, member, name=name, chosen=chosen, status=400)
         request.session[_ISSUED_SESSION_KEY] = raw
         return redirect("memory:tokens")
-    issued = request.session.pop(_ISSUED_SESSION_KEY, None)
+    return _tokens_page(request, member, issued=request.session.pop(_ISSUED_SESSION_KEY, None))
+
+
+def _tokens_page(
+    request: HttpRequest, member: Member, *, issued: str | None = None, name: str = "",
+    chosen: list[str] | None = None, status: int = 200,
+) -> HttpResponse:  # fmt: skip
     rows = MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True)
-    scopes = [(scope, SCOPE_HELP[scope], scope in default_personal_scopes()) for scope in PERSONAL_TOKEN_SCOPES]
-    return render(request, "memory/tokens.html", {"tokens": rows, "issued": issued, "scopes": scopes})
+    ticked = set(default_personal_scopes() if chosen is None else chosen)
+    scopes = [(scope, SCOPE_HELP[scope], scope in ticked) for scope in PERSONAL_TOKEN_SCOPES]
+    context = {"tokens": rows, "issued": issued, "scopes": scopes, "typed_name": name}
+    return render(request, "memory/tokens.html", context, status=status)
 
 
 SCOPE_HELP = {

@@ -105,6 +105,29 @@ class DashboardTests(TestCase):
             assert "scopes must be some of" in page.content.decode()
         assert not MemoryApiToken.objects.filter(member=self.alice).exists()
 
+    def test_a_refused_form_comes_back_with_what_was_typed(self) -> None:
+        """A refusal was a message and a redirect: the token's purpose and scopes, the calendar's
+        address and name, the settings' tags were all to type again."""
+        self.client.force_login(self.alice.user)
+        cases = [
+            ("/account/memory-tokens/", {"name": "laptop CLI typed", "scopes": ["memory", "admin"]},
+             ["laptop CLI typed", 'value="memory" checked']),
+            ("/memory/calendars/", {"action": "subscribe", "url": "https://10.0.0.5/typed-url.ics",
+                                    "name": "My typed calendar", "workspace": "company"},
+             ["https://10.0.0.5/typed-url.ics", "My typed calendar", '<option value="company" selected>']),
+            ("/memory/settings/", {"default_workspace": "personal", "default_tags": "keepme, status:draft",
+                                   "insights_delivery": "dashboard"}, ["keepme, status:draft"]),
+        ]  # fmt: skip
+        for url, form, shown in cases:
+            with self.subTest(url=url):
+                answer = self.client.post(url, form)
+                assert answer.status_code == 400, answer.status_code
+                html = answer.content.decode()
+                assert 'class="banner"' in html  # why not, beside the form
+                for text in shown:
+                    assert text in html, text
+        assert not MemoryApiToken.objects.filter(member=self.alice).exists()
+
     def test_a_search_that_cannot_run_keeps_what_was_typed(self) -> None:
         self.client.force_login(self.alice.user)
         for params, reason in (({"q": "ship " * 300}, "at most 1000 characters"),

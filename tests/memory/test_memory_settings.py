@@ -51,7 +51,7 @@ class CaptureDefaultsTests(TestCase):
         assert not TeamMemorySettings.objects.exists()
         self.client.force_login(self.bob.user)
         answer = self.client.post("/memory/settings/", {"form": "team", "default_workspace": "company"})
-        assert answer.status_code == 302
+        assert answer.status_code == 403  # the page again, saying only an administrator may
         assert not TeamMemorySettings.objects.exists()
         self.client.force_login(self.admin.user)
         self.client.post("/memory/settings/", {"form": "team", "default_workspace": "company",
