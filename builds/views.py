@@ -90,13 +90,26 @@ def build_queue(request: HttpRequest) -> HttpResponse:
                                             "headers": {"Authorization": f"Bearer {started['token']}"}}}},
             indent=2,
         )  # fmt: skip
-    mine = list(Build.objects.filter(requester=member).order_by("-created_at")[:20]) if member else []
+    mine, older = _builds_of(member) if member else ([], 0)
     return render(
         request,
         "builds/build_queue.html",
-        {"awaiting": build_list_awaiting_review(principal=member), "mine": mine, "started": started,
-         "agent_config": agent_config, "mcp_url": settings.BRAIN_BASE_URL + "/api/build/mcp"},
+        {"awaiting": build_list_awaiting_review(principal=member), "mine": mine, "older": older,
+         "started": started, "agent_config": agent_config, "mcp_url": settings.BRAIN_BASE_URL + "/api/build/mcp"},
     )  # fmt: skip
+
+
+FINISHED_LISTED = 20
+
+
+def _builds_of(member: Member) -> tuple[list[Build], int]:
+    """``member``'s builds still in progress (all of them: an open build past the newest 20
+    vanished from every page), then the newest finished ones, and how many older are not listed."""
+    ongoing = (Build.Status.OPEN, Build.Status.AWAITING_REVIEW)
+    theirs = Build.objects.filter(requester=member).order_by("-created_at")
+    finished = theirs.exclude(status__in=ongoing)
+    listed = [*theirs.filter(status__in=ongoing), *finished[:FINISHED_LISTED]]
+    return listed, max(finished.count() - FINISHED_LISTED, 0)
 
 
 @login_required

@@ -23,7 +23,15 @@ class UploadRow:
     error: str
 
 
-def uploads_of(*, member: Member, limit: int = 100) -> list[UploadRow]:
+UPLOADS_LISTED = 100  # the newest uploads the page lists
+
+
+def uploads_count(*, member: Member) -> int:
+    """How many uploads ``uploads_of`` would list without its limit."""
+    return Document.objects.filter(uploaded_by=member, source__in=Source.objects.visible_to(member, "read")).count()
+
+
+def uploads_of(*, member: Member, limit: int = UPLOADS_LISTED) -> list[UploadRow]:
     """``member``'s own uploads whose capture they can still read, newest first, with the
     latest extraction's status joined in (one query)."""
     latest = Extraction.objects.filter(document=OuterRef("pk")).order_by("-created_at", "-id")

@@ -29,7 +29,7 @@ from corpus.selectors import source_get_visible
 from grants.decorators import limited_view, member_required
 from grants.models import Member
 from ingest.models import Extraction
-from ingest.selectors import uploads_of
+from ingest.selectors import UPLOADS_LISTED, uploads_count, uploads_of
 from ingest.services import document_ingest, extraction_retry
 from ingest.storage import StorageFull
 from oauth.audience import legacy_refusal, member_for
@@ -116,7 +116,9 @@ def uploads(request: HttpRequest, member: Member) -> HttpResponse:
     rows = uploads_of(member=member)
     running = any(row.status in (Extraction.Status.QUEUED, Extraction.Status.RUNNING) for row in rows)
     template = "ingest/_uploads_table.html" if request.headers.get("HX-Request") else "ingest/uploads.html"
-    return render(request, template, {"rows": rows, "running": running})
+    # Say when the list is cut: the oldest uploads were missing without a word.
+    total = uploads_count(member=member) if len(rows) == UPLOADS_LISTED else len(rows)
+    return render(request, template, {"rows": rows, "running": running, "total": total})
 
 
 @require_GET

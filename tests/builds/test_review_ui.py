@@ -276,3 +276,41 @@ class ReviewPrivacyEdgeTests(BrainTestCase):
         assert "Mixed build" not in history
         self.client.force_login(self.victor.user)
         assert "margins move to 40%" in self.client.get("/pages/topics/pricing/faq.md/history").content.decode()
+
+
+class LongListTests(BrainTestCase):
+    def test_an_old_open_build_stays_listed_and_a_cut_list_says_so(self) -> None:
+        from builds.services import build_open
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="topics/", permission="suggest")
+        first = build_open(actor=self.alice, title="The oldest, still open")
+        for number in range(22):
+            Build.objects.filter(pk=build_open(actor=self.alice, title=f"Finished {number}").pk).update(
+                status=Build.Status.CANCELLED
+            )
+        self.client.force_login(self.alice.user)
+        html = self.client.get("/builds/").content.decode()
+        assert first.title in html
+        assert html.count("Finished ") == 20
+        assert "2 older finished builds not listed" in html
+
+    def test_the_uploads_page_says_when_it_lists_only_the_newest(self) -> None:
+        from functools import partial
+        from unittest import mock
+
+        from ingest import views
+        from ingest.selectors import uploads_of
+        from ingest.services import document_ingest
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        for number in range(3):
+            document_ingest(actor=self.alice, filename=f"n{number}.txt", data=f"note {number}".encode(),
+                            key=f"notes/n{number}", enqueue=False)  # fmt: skip
+        self.client.force_login(self.alice.user)
+        with (
+            mock.patch.object(views, "UPLOADS_LISTED", 2),
+            mock.patch.object(views, "uploads_of", partial(uploads_of, limit=2)),
+        ):
+            html = self.client.get("/sources/").content.decode()
+        assert "The newest 2 of your 3 uploads" in html
+        assert "of your" not in self.client.get("/sources/").content.decode()
