@@ -30,11 +30,45 @@ RATE_LIMITED = -32029  # implementation-defined server error range
 UNAVAILABLE = -32053  # likewise: the service is unavailable (HTTP 503), retry later
 
 
-def _json(body: dict[str, object], status: int, version: str) -> JsonResponse:
-    response = JsonResponse(body, status=status)
+def _json(body: dict[str, object] | list[dict[str, object]], status: int, version: str) -> JsonResponse:
+    response = JsonResponse(body, status=status, safe=isinstance(body, dict))
     response["MCP-Protocol-Version"] = version
     response["Cache-Control"] = "no-store"
     return response
+
+
+# JSON-RPC batches exist in MCP 2025-03-26 only (2025-06-18 removed them); a client of that
+# version sends no MCP-Protocol-Version header, so a batch without one is read as such.
+BATCH_VERSION = "2025-03-26"
+MAX_BATCH = 20
+
+
+def _batch(messages: list[object], caller: Caller, version: str) -> JsonResponse | HttpResponse:
+    """Each message of a 2025-03-26 batch answered in order: a JSON array of the answers, or 202
+    when it held only notifications. A full rate window answers that message alone; a database
+    that does not answer is the whole batch's 503."""
+    if not 1 <= len(messages) <= MAX_BATCH:
+        return _json(error(None, INVALID_REQUEST, f"A batch holds 1 to {MAX_BATCH} messages"), 400, version)
+    answers: list[dict[str, object]] = []
+    for message in messages:
+        try:
+            answer = dispatch(message, caller, version)
+        except RateLimited as limited:
+            wait = limited.retry_after
+            answer = error(echo_id(message), RATE_LIMITED, f"Rate limit exceeded; retry after {wait} seconds.",
+                           {"retry_after": wait})  # fmt: skip
+        except Exception as failure:
+            unavailable = _unavailable(failure, None, version)
+            if unavailable is None:
+                raise
+            return unavailable
+        if answer is not None:
+            answers.append(answer)
+    if not answers:
+        accepted = HttpResponse(status=202)
+        accepted["MCP-Protocol-Version"] = version
+        return accepted
+    return _json(answers, 200, version)
 
 
 def _unavailable(failure: Exception, message_id: object, version: str) -> JsonResponse | None:
@@ -119,9 +153,10 @@ def _endpoint(
         except InputRefused as refused:
             return _json(error(None, PARSE_ERROR, f"Parse error: {refused}"), 400, version)
         if isinstance(message, list):
-            return _json(
-                error(None, INVALID_REQUEST, "Batches are not supported: send one message per POST"), 400, version
-            )
+            if request.META.get("HTTP_MCP_PROTOCOL_VERSION", BATCH_VERSION) != BATCH_VERSION:
+                not_here = f"Batches are not part of MCP {version}: send one message per POST"
+                return _json(error(None, INVALID_REQUEST, not_here), 400, version)
+            return _batch(message, caller, version)
         message_id = echo_id(message)
         try:
             answer = dispatch(message, caller, version)

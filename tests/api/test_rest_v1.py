@@ -19,7 +19,9 @@ from tests.base import BrainTestCase, publish
 PRICE_LIST = "topics/pricing/price-list.md"
 
 
-class RestTests(BrainTestCase):
+class RestCase(BrainTestCase):
+    """A published price list, and Alice's client with a token of every scope."""
+
     def setUp(self) -> None:
         publish(PRICE_LIST, title="Price list", body="# Price list\n\n## Plans\n\nTeam plan at 12 EUR per seat.\n")
         self.token = api_token_issue(
@@ -27,6 +29,8 @@ class RestTests(BrainTestCase):
         )[1]
         self.api = Client(HTTP_AUTHORIZATION=f"Bearer {self.token}")
 
+
+class RestTests(RestCase):
     def post(self, url: str, body: dict[str, Any]) -> Any:
         return self.api.post(url, data=json.dumps(body), content_type="application/json")
 
@@ -320,14 +324,7 @@ class NotFoundShapeTests(BrainTestCase):
         assert checked >= 10, checked
 
 
-class QueryParameterTests(BrainTestCase):
-    def setUp(self) -> None:
-        publish(PRICE_LIST, title="Price list", body="# Price list\n\n## Plans\n\nTeam plan at 12 EUR per seat.\n")
-        self.token = api_token_issue(
-            actor=self.alice, name="cli", scopes=["memory", "corpus:read", "sources:write", "builds:write"]
-        )[1]
-        self.api = Client(HTTP_AUTHORIZATION=f"Bearer {self.token}")
-
+class QueryParameterTests(RestCase):
     def test_every_get_and_delete_refuses_a_query_parameter_it_does_not_document(self) -> None:
         """Enumerated from the OpenAPI document: each GET and DELETE answers ``?bogus=1`` with a 400
         naming it (the lists and the export ignored it: ``?prefx=`` listed everything), and each

@@ -190,7 +190,7 @@ def test_an_altered_manifest_is_refused_before_anything_changes(
     monkeypatch.setenv("BRAIN_VAR_DIR", str(tmp_path / "var"))
     monkeypatch.delenv("DATABASE_URL", raising=False)
     dump = b"PGDMP not really"
-    for number, (changes, said) in enumerate([
+    altered: list[tuple[dict[str, Any], str]] = [
         ({"var": ["secret-key", "../manifest.json", "../../escaped"]}, "never holds"),
         ({"var": ["secret-key", "secret-key"]}, "never holds"),
         ({"var": ["secret-key", "secrets-keys"]}, "does not hold it"),
@@ -198,7 +198,8 @@ def test_an_altered_manifest_is_refused_before_anything_changes(
         ({"versions": None}, "malformed"),
         ({"database": {}}, "malformed"),
         ({"media": {"storage": "filesystem", "files": 0, "bytes": 0}}, "malformed"),
-    ]):  # fmt: skip
+    ]  # fmt: skip
+    for number, (changes, said) in enumerate(altered):
         archive = archive_of(
             tmp_path / f"altered-{number}.tar.gz",
             {"database.dump": dump, "var/secret-key": b"k" * 50, "manifest.json": manifest_for(dump, **changes)},

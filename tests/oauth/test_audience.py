@@ -51,7 +51,7 @@ def refused(response: Any) -> bool:
     """401 (no live credential) or 403 ``insufficient_scope`` (a live one this surface does not admit)."""
     if response.status_code == 401:
         return True
-    return response.status_code == 403 and response.json().get("error", {}).get("code") == "insufficient_scope"
+    return bool(response.status_code == 403 and response.json().get("error", {}).get("code") == "insufficient_scope")
 
 
 @override_settings(BRAIN_BASE_URL=BASE, OAUTH2_PROVIDER=provider_settings(BASE, ["https"]))
@@ -125,7 +125,12 @@ class AudienceTests(BrainTestCase):
                     assert response.status_code == 403
                     assert response.json()["error"]["code"] == "insufficient_scope"
                     assert 'error="insufficient_scope"' in response["WWW-Authenticate"]
-        for header in ({}, {"HTTP_AUTHORIZATION": "Bearer not-a-token"}, {"HTTP_AUTHORIZATION": "Basic eDp5"}):
+        headers: list[dict[str, Any]] = [
+            {},
+            {"HTTP_AUTHORIZATION": "Bearer not-a-token"},
+            {"HTTP_AUTHORIZATION": "Basic eDp5"},
+        ]
+        for header in headers:
             response = self.client.get("/api/memory/entries", **header)
             assert response.status_code == 401
             assert response.json()["error"]["code"] == "unauthenticated"

@@ -168,7 +168,7 @@ class OAuthRuleTests(TestCase):
 
     def test_the_transport_answers_edges_by_the_spec(self) -> None:
         issued = self.connect()
-        bearer = {"HTTP_AUTHORIZATION": f"Bearer {issued['access_token']}"}
+        bearer: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {issued['access_token']}"}
 
         def post(message: Any, **extra: Any) -> Any:
             return self.client.post("/api/mcp", data=json.dumps(message), content_type="application/json",
@@ -194,6 +194,16 @@ class OAuthRuleTests(TestCase):
         assert [answer.status_code for answer in unknown] == [200, 200, 429]
         assert len(unknown[0].content) < 1_000
         assert unknown[0].json()["error"]["message"].startswith("Unknown tool: xxx")
+        # Batches: MCP 2025-03-26 (whose clients send no version header) has them; later versions do not.
+        ping = {"jsonrpc": "2.0", "id": "a", "method": "ping"}
+        batch = post([ping, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {**ping, "id": 7}])
+        assert batch.status_code == 200
+        assert [answer["id"] for answer in batch.json()] == ["a", 7]
+        assert post([{"jsonrpc": "2.0", "method": "notifications/initialized"}]).status_code == 202
+        for refused, extra in (([], {}), ([ping] * 21, {}), ([ping], {"HTTP_MCP_PROTOCOL_VERSION": "2025-06-18"})):
+            answer = post(refused, **extra)
+            assert answer.status_code == 400, (len(refused), extra)
+            assert answer.json()["error"]["code"] == -32600
         # The build endpoint's challenge carries no error code when no credential was sent.
         none = self.client.post("/api/build/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
                                 content_type="application/json")  # fmt: skip
