@@ -12,6 +12,8 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Case, Count, F, IntegerField, Q, Value, When, Window
+from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -104,12 +106,26 @@ FINISHED_LISTED = 20
 
 def _builds_of(member: Member) -> tuple[list[Build], int]:
     """``member``'s builds still in progress (all of them: an open build past the newest 20
-    vanished from every page), then the newest finished ones, and how many older are not listed."""
-    ongoing = (Build.Status.OPEN, Build.Status.AWAITING_REVIEW)
-    theirs = Build.objects.filter(requester=member).order_by("-created_at")
-    finished = theirs.exclude(status__in=ongoing)
-    listed = [*theirs.filter(status__in=ongoing), *finished[:FINISHED_LISTED]]
-    return listed, max(finished.count() - FINISHED_LISTED, 0)
+    vanished from every page), then the newest finished ones, and how many older are not
+    listed — one query: each build's place among its kind (in progress or finished) and the
+    size of its kind, by window functions."""
+    in_progress = Q(status__in=(Build.Status.OPEN, Build.Status.AWAITING_REVIEW))
+    kind = Case(When(in_progress, then=Value(0)), default=Value(1), output_field=IntegerField())
+    rows = (
+        Build.objects.filter(requester=member)
+        .annotate(finished=kind)
+        .annotate(
+            place=Window(RowNumber(), partition_by=[F("finished")], order_by=F("created_at").desc()),
+            of_kind=Window(Count("id"), partition_by=[F("finished")]),
+        )
+        # In progress: place counted down to 0, so every one passes; finished: the newest 20.
+        .annotate(listed_place=F("place") * F("finished"))
+        .filter(listed_place__lte=FINISHED_LISTED)
+        .order_by("finished", "-created_at")
+    )
+    listed: list[Build] = list(rows)
+    finished = int(next((getattr(row, "of_kind", 0) for row in listed if getattr(row, "finished", 0)), 0))
+    return listed, max(finished - FINISHED_LISTED, 0)
 
 
 @login_required
