@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -26,17 +27,20 @@ from django.utils.text import slugify
 
 from answers.models import Question
 from brain import embeddings, llm
+from brain.domain import DATABASE_UNAVAILABLE
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import lease_claim, lease_expired, lease_finish
 from brain.text.secrets import refuse
 from corpus.models import Page
-from corpus.search import SearchError, search
+from corpus.search import MAX_QUERY_CHARACTERS, SearchError, search
 from corpus.selectors import page_read
 from grants.models import Member, ServiceAccount
 
+logger = logging.getLogger(__name__)
+
 LEASE = dt.timedelta(minutes=5)
 RETRIEVE_K = 8
-MAX_QUESTION = 2000
+MAX_QUESTION = MAX_QUERY_CHARACTERS  # what search takes: a longer question could never be answered
 MIN_SUPPORT = 0.5  # without the embedder: share of the question's content words a sentence must hold
 # The extractive answerer (measured with bench/answers.py on every judged set):
 MIN_SIMILARITY = 0.45  # a sentence further from the question than this never answers it
@@ -373,6 +377,14 @@ def question_run(question_id: int) -> str:
                   "refusal_pages": refusal.pages, "mode": "model" if llm.configured() else "extractive"}  # fmt: skip
     except llm.LLMError as failure:
         fields = {"status": Question.Status.FAILED, "refusal_reason": str(failure)[:300], "mode": "model"}
+    except DATABASE_UNAVAILABLE:
+        raise  # the database is away: the lease expires and the sweep asks again, rightly
+    except Exception:
+        # Anything else fails the same way on every retry: the question ends as failed, once,
+        # instead of "running" for ever while the sweep re-sends it.
+        logger.exception("question %s could not be answered", question_id)
+        fields = {"status": Question.Status.FAILED, "refusal_reason": "Brain could not answer this (an internal error); ask again later.",
+                  "mode": "model" if llm.configured() else "extractive"}  # fmt: skip
     fields.update(finished_at=timezone.now(), duration_ms=int((time.monotonic() - started) * 1000))
     # Only while this run holds the lease: a run that outlived it, and was taken over, must
     # not overwrite the answer the other run gives.

@@ -51,6 +51,8 @@ logger = logging.getLogger(__name__)
 FUSION_METHODS = fusion.METHODS
 FUSION_LEVELS = ("page", "chunk")
 MAX_CANDIDATES = 4000
+MAX_QUERY_CHARACTERS = 1000
+MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound: 2,560 was a DataError, every search a 500
 SNIPPET_CHARS = 240
 
 
@@ -581,8 +583,8 @@ def search(
     query = (query or "").strip()
     if not query:
         raise SearchError("query must not be empty")
-    if len(query) > 1000:
-        raise SearchError("query must be at most 1,000 characters")
+    if len(query) > MAX_QUERY_CHARACTERS:
+        raise SearchError(f"query must be at most {MAX_QUERY_CHARACTERS:,} characters")
     if int(config.get("LEXICAL_LENGTH") or 0) > 0:
         config["_QUERY_WORDS"] = content_words(query)
     if not 1 <= k <= 100:
@@ -624,7 +626,8 @@ def search(
             vector=vector,
             tsquery=tsquery,
             limit=limit,
-            ef_search=max(int(config["EF_SEARCH"]), limit),
+            # pgvector's range is 1..1000; past it the iterative scan goes on filling the LIMIT.
+            ef_search=min(max(int(config["EF_SEARCH"]), limit), MAX_EF_SEARCH),
             exact_pages=int(config["EXACT_PAGES"]),
             exact_fraction=float(config["EXACT_FRACTION"]),
             work_mem=f"{int(config['WORK_MEM_MB'])}MB",

@@ -146,3 +146,13 @@ class SearchTests(BrainTestCase):
         # Before the first term count every term weighs the same: each section holds half.
         assert coverage("prepayment prorated") == {"Annual": 0.5, "Seats": 0.5}
         assert coverage("prepayment invoiced") == {"Annual": 1.0}
+
+
+class CandidateGrowthTests(BrainTestCase):
+    def test_a_candidate_pool_past_pgvectors_beam_limit_still_searches(self) -> None:
+        """The pool grows ×4 up to 4,000 when the best chunks sit on few pages; the HNSW beam
+        width followed it past pgvector's 1,000: a DataError, every search a 500."""
+        publish("topics/ferries.md", title="Ferries", body="# Ferries\n\nThe ferry timetable changes in May.\n")
+        with self.settings(BRAIN_SEARCH={**search_module.search_settings(), "CANDIDATES": 2560, "EXACT_PAGES": 0}):
+            response = search(principal=self.bob, query="ferry timetable", k=5)
+        assert [result.path for result in response.results][:1] == ["topics/ferries.md"]
