@@ -132,7 +132,40 @@ class CalendarResult:
 # --------------------------------------------------------------------------- parsing
 
 
-def _parse(data: bytes, max_events: int = MAX_EVENTS) -> list[Event]:
+# A file's own time zone definitions are never handed to icalendar: it caches them by TZID for
+# the whole process (the first file's "Customized Time Zone" then shifted every other member's
+# events named so), and expands their rules second by second from the zone's start (a 417-byte
+# zone of FREQ=SECONDLY took minutes and hundreds of MB). Known zone names resolve through the
+# zone database as before; a name only this file defines is read at its standard offset.
+_VTIMEZONE = re.compile(r"^BEGIN:VTIMEZONE\r?$.*?^END:VTIMEZONE\r?$\n?", re.MULTILINE | re.DOTALL | re.IGNORECASE)
+_TZID_LINE = re.compile(r"^TZID[^:\r\n]*:(.*?)\r?$", re.MULTILINE | re.IGNORECASE)
+_STANDARD_OFFSET = re.compile(
+    r"^BEGIN:STANDARD\r?$.*?^TZOFFSETTO[^:\r\n]*:\s*([+-])(\d{2})(\d{2})", re.MULTILINE | re.DOTALL | re.IGNORECASE
+)
+
+
+def _own_zones(text: str) -> tuple[str, dict[str, dt.timezone]]:
+    """``text`` without its VTIMEZONE blocks, and each block's TZID → its standard offset."""
+    offsets: dict[str, dt.timezone] = {}
+    for block in _VTIMEZONE.findall(text):
+        name, offset = _TZID_LINE.search(block), _STANDARD_OFFSET.search(block)
+        if name and offset and int(offset.group(2)) < 24 and int(offset.group(3)) < 60:
+            sign = -1 if offset.group(1) == "-" else 1
+            minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
+            offsets[name.group(1).strip().strip("/")] = dt.timezone(dt.timedelta(minutes=minutes))
+    return _VTIMEZONE.sub("", text), offsets
+
+
+def _in_own_zone(event: Event, name: str, value: object, zones: dict[str, dt.timezone]) -> object:
+    """A floating time whose TZID only this file defined, at that zone's standard offset."""
+    if not isinstance(value, dt.datetime) or value.tzinfo is not None:
+        return value
+    tzid = getattr(event.get(name), "params", {}).get("TZID")
+    zone = zones.get(str(tzid).strip().strip("/")) if tzid else None
+    return value.replace(tzinfo=zone) if zone is not None else value
+
+
+def _parse(data: bytes, max_events: int = MAX_EVENTS) -> tuple[list[Event], dict[str, dt.timezone]]:
     """The VEVENTs of ``data``, or ``MemoryInvalid`` naming why the file is not readable.
 
     icalendar's own messages quote the offending input, which may be anything (a secret
@@ -151,6 +184,7 @@ def _parse(data: bytes, max_events: int = MAX_EVENTS) -> list[Event]:
         raise MemoryInvalid(f"the calendar is not UTF-8 text (byte {exc.start} is not)") from None
     if not text.strip():
         raise MemoryInvalid("the calendar is empty")
+    text, zones = _own_zones(text)
     try:
         calendars = Calendar.from_ical(text, multiple=True)
     except ValueError as exc:
@@ -170,7 +204,7 @@ def _parse(data: bytes, max_events: int = MAX_EVENTS) -> list[Event]:
     events = [event for calendar in calendars for event in calendar.walk("VEVENT") if isinstance(event, Event)]
     if len(events) > max_events:
         raise MemoryInvalid(_too_many(max_events))
-    return events
+    return events, zones
 
 
 def _too_many(limit: int) -> str:
@@ -381,7 +415,7 @@ class _Readable:
     end: dt.date | None
 
 
-def _read(event: Event) -> _Readable | str:
+def _read(event: Event, zones: dict[str, dt.timezone] | None = None) -> _Readable | str:
     """The event's key and times, or the reason it cannot be imported."""
     broken = sorted({name for name, _message in event.errors if name in _READ})
     if broken:
@@ -392,13 +426,17 @@ def _read(event: Event) -> _Readable | str:
     uid = _text(event, "UID", limit=10_000)
     if not uid:
         return "no UID"
-    start = getattr(event.get("DTSTART"), "dt", None)
+    start = _in_own_zone(event, "DTSTART", getattr(event.get("DTSTART"), "dt", None), zones or {})
     if not isinstance(start, dt.date):
         return "no DTSTART (start date or time)"
     try:
-        end = event.end
-    except (ValueError, TypeError, KeyError, AttributeError):  # icalendar's errors for a missing/odd end
+        end = _in_own_zone(event, "DTEND", event.end, zones or {})
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+        # icalendar's errors for a missing or odd end; OverflowError for one past year 9999
+        # (DTSTART 9999-12-31, DURATION P99999999D), which was a 500 halfway through an import.
         end = None
+    if isinstance(end, dt.datetime) and end.tzinfo is None and isinstance(start, dt.datetime):
+        end = end.replace(tzinfo=start.tzinfo)  # an end by DURATION from a start in the file's own zone
     recurrence = getattr(event.get("RECURRENCE-ID"), "dt", None)
     return _Readable(
         origin=_origin(uid, recurrence if isinstance(recurrence, dt.date) else None),
@@ -428,11 +466,11 @@ def calendar_import(
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
     layer = workspace_value(workspace)
-    events = _parse(data, max_events)
+    events, zones = _parse(data, max_events)
     result = CalendarResult(source=source_name, events=len(events))
     seen: set[str] = set()
     for number, event in enumerate(events, start=1):
-        readable = _read(event)
+        readable = _read(event, zones)
         if isinstance(readable, str):
             result.skipped.append(Skipped(_label(number, event), readable))
             continue

@@ -348,6 +348,59 @@ class CalendarImportTests(TestCase):
 @override_settings(
     BRAIN_BASE_URL=BASE, OAUTH2_PROVIDER=provider_settings(BASE, ["https"]), BRAIN_MCP_RATE_LIMITS=GENEROUS
 )
+def custom_zone_calendar(uid: str, offset: str, start: str, *, rule: str = "FREQ=YEARLY;BYMONTH=10") -> bytes:
+    """A calendar defining its own zone, as Outlook writes one ("Customized Time Zone")."""
+    body = "\n".join([
+        "BEGIN:VCALENDAR", "VERSION:2.0", "BEGIN:VTIMEZONE", "TZID:Customized Time Zone",
+        "BEGIN:STANDARD", "DTSTART:19700101T000000", f"TZOFFSETFROM:{offset}", f"TZOFFSETTO:{offset}",
+        f"RRULE:{rule}", "END:STANDARD",
+        "BEGIN:DAYLIGHT", "DTSTART:19700101T000000", f"TZOFFSETFROM:{offset}", f"TZOFFSETTO:{offset}",
+        f"RRULE:{rule}", "END:DAYLIGHT", "END:VTIMEZONE",
+        "BEGIN:VEVENT", f"UID:{uid}", f"DTSTART;TZID=Customized Time Zone:{start}", "DURATION:PT1H",
+        "SUMMARY:Planning", "END:VEVENT", "END:VCALENDAR",
+    ])  # fmt: skip
+    return body.replace("\n", "\r\n").encode()
+
+
+class OwnTimeZoneTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        cls.alice = member_create(actor=SYSTEM, username="alice")
+        cls.bob = member_create(actor=SYSTEM, username="bob")
+
+    def test_a_zone_one_file_defines_never_changes_another_members_times(self) -> None:
+        """icalendar caches a file's VTIMEZONE by TZID for the whole process: Bob's 10:00 at
+        -08:00 was stored at Alice's +14:00."""
+        calendar_import(actor=self.alice, data=custom_zone_calendar("a@x", "+1400", "20260310T100000"),
+                        source_name="alice.ics", workspace=None)  # fmt: skip
+        calendar_import(actor=self.bob, data=custom_zone_calendar("b@x", "-0800", "20260310T100000"),
+                        source_name="bob.ics", workspace=None)  # fmt: skip
+        alices = Memory.objects.get(author=self.alice)
+        bobs = Memory.objects.get(author=self.bob)
+        assert alices.occurred_at == dt.datetime(2026, 3, 9, 20, 0, tzinfo=dt.UTC)
+        assert bobs.occurred_at == dt.datetime(2026, 3, 10, 18, 0, tzinfo=dt.UTC)
+
+    def test_a_zone_ticking_every_second_is_read_at_its_offset_not_expanded(self) -> None:
+        """A 417-byte zone of FREQ=SECONDLY was expanded from 1970 to the event: minutes of CPU."""
+        data = custom_zone_calendar("s@x", "+0200", "20260310T100000", rule="FREQ=SECONDLY")
+        result = calendar_import(actor=self.alice, data=data, source_name="s.ics", workspace=None)
+        assert result.stored == 1
+        assert Memory.objects.get(author=self.alice).occurred_at == dt.datetime(2026, 3, 10, 8, 0, tzinfo=dt.UTC)
+
+    def test_an_end_past_year_9999_skips_nothing_else(self) -> None:
+        overflowing = [
+            "BEGIN:VEVENT\nUID:late@x\nDTSTART;VALUE=DATE:99991231\nSUMMARY:Last day\nEND:VEVENT",
+            "BEGIN:VEVENT\nUID:long@x\nDTSTART:20260310T100000Z\nDURATION:P99999999D\nSUMMARY:Long\nEND:VEVENT",
+        ]
+        for number, middle in enumerate(overflowing):
+            with self.subTest(middle=middle.split("\n")[1]):
+                events = [TIMED.format(summary=f"First {number}").replace("pricing-review", f"first-{number}"), middle,
+                          ALL_DAY.replace("UID:", f"UID:{number}-")]  # fmt: skip
+                result = calendar_import(actor=self.bob, data=ics(*events), source_name="x.ics", workspace=None)
+                assert result.events == 3
+                assert result.stored + result.updated + result.unchanged + len(result.skipped) >= 3
+
+
 class CalendarSurfaceTests(TestCase):
     @classmethod
     def setUpTestData(cls) -> None:
