@@ -11,19 +11,46 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from oauth2_provider.admin import ApplicationAdmin
+from oauth2_provider.forms import ApplicationForm
 from oauth2_provider.models import get_application_model, get_grant_model
 
 from grants.admin import admin_actor
+from grants.audit import audit_record
 from oauth.services import application_remove
+from oauth.views import refused_metadata
 
 Application = get_application_model()
 
 
+class BrainApplicationForm(ApplicationForm):  # type: ignore[misc]
+    """The toolkit's client form under registration's rules (RFC 8252 redirects, at most 20)."""
+
+    def clean_redirect_uris(self) -> str:
+        uris = str(self.cleaned_data.get("redirect_uris") or "").split()
+        reason = refused_metadata({"redirect_uris": uris})
+        if reason is not None:
+            raise ValidationError(reason)
+        return " ".join(uris)
+
+
 class BrainApplicationAdmin(ApplicationAdmin):  # type: ignore[misc]
+    """Clients in the admin: consent is asked every time (no "skip authorization"), redirect
+    URIs follow registration's rules, and each save is audited."""
+
+    form = BrainApplicationForm
     actions = ["revoke_and_remove"]
+    readonly_fields = (*ApplicationAdmin.readonly_fields, "skip_authorization")
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        obj.skip_authorization = False
+        super().save_model(request, obj, form, change)
+        audit_record(actor=admin_actor(request), action="oauth.client_change" if change else "oauth.client_add",
+                     target_type="oauth_app", target=str(obj.client_id),
+                     metadata={"name": str(obj.name)[:200], "fields": sorted(form.changed_data)})  # fmt: skip
 
     @admin.action(description="Revoke every token of the selected clients and remove them")
     def revoke_and_remove(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:

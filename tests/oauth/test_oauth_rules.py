@@ -11,7 +11,7 @@ import secrets
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from django.test import TestCase, override_settings
+from django.test import Client, TestCase, override_settings
 from oauth2_provider.models import AccessToken, Application
 
 from grants.models import AuditEvent, Member
@@ -597,6 +597,34 @@ class OAuthRuleTests(TestCase):
                 answer = self.authorize(client_id, redirect_uri=uri)
                 assert answer.status_code == 400
                 assert "redirect_uri is not a valid URI" in answer.content.decode()
+
+    def test_a_client_edited_in_the_admin_keeps_registrations_rules_and_consent(self) -> None:
+        """The toolkit's admin form took a plain-http redirect and "skip authorization": a member
+        opening a link was sent a code at once, with no consent page and no audit."""
+        from django.contrib.auth.models import User
+
+        from grants.models import AuditEvent
+
+        root = User.objects.create_superuser("root", "root@example.com", "pw-root-12345")
+        admin = Client()
+        admin.force_login(root)
+        form = {"name": "Rogue", "client_type": "public", "authorization_grant_type": "authorization-code",
+                "redirect_uris": "http://evil.example/cb", "skip_authorization": "on", "algorithm": "",
+                "post_logout_redirect_uris": "", "allowed_origins": "", "client_id": "rogue-client-0001",
+                "client_secret": "x" * 40}  # fmt: skip
+        refused = admin.post("/admin/oauth2_provider/application/add/", form)
+        assert refused.status_code == 200  # the form again, naming the rule
+        assert "use https" in refused.content.decode()
+        saved = admin.post("/admin/oauth2_provider/application/add/", {**form, "redirect_uris": REDIRECT})
+        assert saved.status_code == 302, saved.content[:500]
+        app = Application.objects.get(name="Rogue")
+        assert app.skip_authorization is False
+        assert AuditEvent.objects.filter(action="oauth.client_add", target=app.client_id).exists()
+        Application.objects.filter(pk=app.pk).update(skip_authorization=True)  # as a raw edit could
+        _verifier, challenge = pkce()
+        answer = self.authorize(app.client_id, code_challenge=challenge, code_challenge_method="S256")
+        assert answer.status_code == 400
+        assert "skip the consent page" in answer.content.decode()
 
     def test_the_token_endpoint_knows_no_password_or_device_grant(self) -> None:
         client_id = self.register()["client_id"]
