@@ -23,7 +23,7 @@ from brain.callers import Caller
 from brain.domain import DomainError
 from brain.text.paths import validate_page_path
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, refuse_all
-from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, Promotion, Review
+from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, BuildJob, Promotion, Review
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
 from corpus.figures import figure_check, figure_record, figure_source
@@ -439,6 +439,12 @@ def build_submit(*, actor: Principal, build: Build) -> Build:
             raise PermissionDenied("only the build's requester may submit it")
         if locked.status != Build.Status.OPEN:
             raise ValidationError("only an open build can be submitted")
+        if BuildJob.objects.filter(
+            build=locked, state__in=(BuildJob.State.PENDING, BuildJob.State.RUNNING)
+        ).exists():
+            # Submitted mid-import, the reviewer approved the files drafted so far and the rest
+            # were dropped (or the build failed while awaiting review).
+            raise ValidationError("the build is still drafting its files; submit it once the import has finished")
         if not (locked.changes.exists() or locked.captures.exists() or locked.figures.exists()):
             raise ValidationError("the build has no changes to review")
         locked.status = Build.Status.AWAITING_REVIEW

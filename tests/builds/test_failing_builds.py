@@ -28,6 +28,23 @@ class FailingImportTests(BrainTestCase):
             return import_job_create(requester=self.dora, files=files, title="Import")
 
     @override_settings(BRAIN_BUILD_DRIVER={"BATCH_SIZE": 2})
+    def test_an_import_still_drafting_cannot_be_submitted(self) -> None:
+        """Submitted mid-import, a reviewer promoted the first drafts and the rest were dropped."""
+        from django.core.exceptions import ValidationError
+
+        build = self.import_build()
+        job = BuildJob.objects.get(build=build)
+        with self.captureOnCommitCallbacks(execute=False):
+            assert job_step(job.pk) == "progress"
+        with self.assertRaisesMessage(ValidationError, "still drafting"):
+            build_submit(actor=self.dora, build=build)
+        with self.captureOnCommitCallbacks(execute=False):
+            while job_step(job.pk) == "progress":
+                pass
+        build.refresh_from_db()
+        assert build.changes.count() == 4
+
+    @override_settings(BRAIN_BUILD_DRIVER={"BATCH_SIZE": 2})
     def test_a_grant_revoked_mid_import_fails_the_build_with_the_reason(self) -> None:
         build = self.import_build()
         job = BuildJob.objects.get(build=build)
