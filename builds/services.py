@@ -439,9 +439,7 @@ def build_submit(*, actor: Principal, build: Build) -> Build:
             raise PermissionDenied("only the build's requester may submit it")
         if locked.status != Build.Status.OPEN:
             raise ValidationError("only an open build can be submitted")
-        if BuildJob.objects.filter(
-            build=locked, state__in=(BuildJob.State.PENDING, BuildJob.State.RUNNING)
-        ).exists():
+        if BuildJob.objects.filter(build=locked, state__in=(BuildJob.State.PENDING, BuildJob.State.RUNNING)).exists():
             # Submitted mid-import, the reviewer approved the files drafted so far and the rest
             # were dropped (or the build failed while awaiting review).
             raise ValidationError("the build is still drafting its files; submit it once the import has finished")

@@ -81,8 +81,10 @@ def commands(request: HttpRequest) -> HttpResponse:
         return json_error("unavailable", "Slack is not configured on this Brain.", 503)
     verifier = SignatureVerifier(signing_secret)
     timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
-    if not timestamp.isascii() or not timestamp.isdigit() or not request.headers.get("X-Slack-Signature"):
-        # slack-sdk's verifier raises on a non-numeric timestamp: refuse such a request here.
+    if (not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12
+            or not request.headers.get("X-Slack-Signature")):  # fmt: skip
+        # slack-sdk's verifier raises on a non-numeric timestamp, and int() on one past 4,300
+        # digits (a 500 before any check): refuse such a request here.
         return json_error("bad_signature", "The request is not signed by Slack, or it is older than five minutes.", 401)
     if not verifier.is_valid(
         body=request.body.decode("utf-8", errors="replace"),

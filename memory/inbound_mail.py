@@ -41,6 +41,7 @@ from memory.services import MAX_CONTENT, memory_capture_from
 LOCAL_PART = "memory"
 TOKEN_BYTES = 20  # 160 bits: 32 base32 characters
 MAX_ATTACHMENTS = 20
+MAX_HEADER_BYTES = 64 * 1024
 SOURCE = "email"
 # Lower-case base32: a token survives a mail system or a person that changes the case of
 # an address (RFC 5321 lets the receiver decide; some do fold local parts).
@@ -236,7 +237,16 @@ def mail_capture(*, recipient: str, mail_from: str, raw: bytes) -> MailReceipt:
     Raises ``MailRefused``: 550 (unknown recipient, sender, a secret, content the pipeline
     refuses) or 451 (the member's rate limit: the sending server retries later).
     """
-    mail = parse_mail(raw)
+    header_block = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
+    if len(header_block) > MAX_HEADER_BYTES:
+        # The standard parser re-reads a header each time it is asked: 350 KB of folded
+        # parameters held the (shared) receiver for 28 s. A real mail's headers are a few KB.
+        raise MailRefused(552, "5.3.4", f"the headers are over {MAX_HEADER_BYTES // 1024} KB")
+    try:
+        mail = parse_mail(raw)
+    except RecursionError:
+        # 1,200 nested multiparts: a permanent refusal, not a "try again" the sender repeats for days.
+        raise MailRefused(554, "5.6.0", "the message's parts are nested too deeply") from None
     origin = mail_origin(mail, raw)
     with transaction.atomic():
         member = _recipient_member(recipient, lock=True)
@@ -270,7 +280,9 @@ def _rate_limit(member: Member, attachments: int) -> None:
     try:
         hit(principal_key=f"member:{member.pk}", rate_class="write")
         if attachments:
-            hit(principal_key=f"member:{member.pk}", rate_class="upload", cost=attachments)
+            # Only what can be stored counts: a mail of 21 attachments (20 stored, the rest listed
+            # as refused) cost 21 of a window of 20, and was deferred for ever.
+            hit(principal_key=f"member:{member.pk}", rate_class="upload", cost=min(attachments, MAX_ATTACHMENTS))
     except RateLimited as limited:
         raise MailRefused(451, "4.7.1", f"too many captures: try again in {limited.retry_after} s") from None
 

@@ -80,6 +80,9 @@ def remote_transport(url: str) -> str:
     # or password is, anywhere.
     if parts.password or (parts.username and parts.scheme != "ssh"):
         raise ValueError("put the token or key in the credential field, not in the URL")
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        # ?access_token=… was stored in clear and shown on the admin's list; git needs neither.
+        raise ValueError("the remote URL may not have a query or fragment (a token goes in the credential field)")
     if parts.scheme == "file":
         if not parts.path.startswith("/") or parts.netloc:
             raise ValueError("a file:// remote is an absolute path: file:///srv/mirror.git")

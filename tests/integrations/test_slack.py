@@ -104,6 +104,7 @@ class SlackTests(BrainTestCase):
             {},
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "soon", "HTTP_X_SLACK_SIGNATURE": "v0=00"},
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "١٢٣", "HTTP_X_SLACK_SIGNATURE": "v0=00"},  # non-ASCII digits
+            {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "1" * 5000, "HTTP_X_SLACK_SIGNATURE": "v0=00"},  # past int()'s digits
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": str(int(time.time()))},
         ]
         for headers in cases:

@@ -205,6 +205,39 @@ class InboundMailTests(TransactionTestCase):
         assert "Attachments not stored: renewal-notes.txt: you may not upload documents" in memory.content
         assert Source.objects.count() == 0
 
+    def test_a_mail_of_more_attachments_than_are_kept_is_stored_not_deferred_for_ever(self) -> None:
+        """21 attachments cost 21 of an upload window of 20: "451 try again", every time."""
+        mail = forwarded_mail(to=self.address)
+        for number in range(2, 22):
+            mail.add_attachment(f"note {number}".encode(), maintype="text", subtype="plain", filename=f"n{number}.txt")
+        stage, code, text = self.send(mail, mail_from="alice@example.com", to=self.address)
+        assert (stage, code) == ("DATA", 250), text
+        assert "20 attachment(s) stored" in text
+        assert "1 attachment(s) not stored" in text
+
+    def test_a_mail_no_parser_should_read_is_refused_for_good(self) -> None:
+        nested = forwarded_mail(to=self.address, attachment=None)
+        raw = nested.as_bytes(policy=SMTP_POLICY)
+        headers, _, _ = raw.partition(b"\r\n\r\n")
+        deep = b"".join(
+            f"--b{n}\r\nContent-Type: multipart/mixed; boundary=b{n + 1}\r\n\r\n".encode() for n in range(1200)
+        )
+        cases = [
+            (headers.replace(b"Content-Type: text/plain", b"Content-Type: multipart/mixed; boundary=b0")
+             + b"\r\n\r\n" + deep, 554, "nested too deeply"),
+            (headers + b"\r\nContent-Disposition: inline" + b";\r\n p=a" * 30_000 + b"\r\n\r\nbody\r\n", 552,
+             "headers are over"),  # folded: each line under SMTP's 1,000 bytes
+        ]  # fmt: skip
+        for data, expected, words in cases:
+            with smtplib.SMTP("127.0.0.1", self.port, timeout=120) as smtp:
+                smtp.ehlo("mx.example.com")
+                smtp.mail("alice@example.com")
+                smtp.rcpt(self.address)
+                code, text = smtp.data(data)
+            assert code == expected, (code, text)
+            assert words in text.decode()
+        self.assert_nothing_stored()
+
     def test_an_html_only_mail_is_read_as_text_and_a_long_one_is_trimmed_saying_so(self) -> None:
         paragraph = "<p>Quarterly planning notes, item {n}: keep the release train weekly.</p>"
         html = "<html><head><style>p {{ color: red }}</style></head><body>" + "".join(

@@ -255,6 +255,8 @@ class ConfigurationTests(MirrorTestCase):
             "git@github.com:org/repo.git": "known_hosts", "https://git.example.com:99999/o/r.git": "remote_url",
             "https://git.example.com:0/o/r.git": "remote_url", "https://git.example.com:x/o/r.git": "remote_url",
             "ssh://git:token@github.com/o/r.git": "remote_url", "https://token@github.com/o/r.git": "remote_url",
+            "https://github.com/o/r.git?access_token=ghp_x": "remote_url",
+            "https://github.com/o/r.git#ghp_x": "remote_url",
             # A login name on ssh is no credential: accepted, then asks for the host's key.
             "ssh://git@github.com/org/repo.git": "known_hosts",
         }  # fmt: skip
