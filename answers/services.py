@@ -16,6 +16,7 @@ import json
 import logging
 import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +118,23 @@ def _stem(word: str) -> str:
     return word
 
 
+_LETTERS_BEYOND_ASCII = re.compile(r"[^\W\da-z_]+")
+# Scripts written without spaces between words: their runs are read as character pairs.
+_UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
 def _words(text: str) -> set[str]:
-    return {_stem(word) for word in re.findall(r"[a-z0-9]+", text.lower()) if len(word) > 2 and word not in STOPWORDS}
+    """The content words of ``text``: ASCII words as always (lower-cased, stemmed, stopwords out);
+    other alphabets' words of three letters or more; and runs of Chinese, Japanese, Korean or
+    Thai as overlapping character pairs — a question in those had "no words to look for"."""
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    words = {_stem(word) for word in re.findall(r"[a-z0-9]+", lowered) if len(word) > 2 and word not in STOPWORDS}
+    for word in _LETTERS_BEYOND_ASCII.findall(lowered):
+        for run in _UNSPACED.findall(word):
+            words.update(run[index : index + 2] for index in range(max(len(run) - 1, 1)))
+        rest = _UNSPACED.sub(" ", word).split()
+        words.update(part for part in rest if len(part) > 2)
+    return words
 
 
 def _sentences(body: str) -> list[str]:

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
 from pydantic import BaseModel, ConfigDict
 
 from brain.rows import columns, fetch_one, hydrate
@@ -339,6 +340,9 @@ def source_get_visible(*, principal: Principal | None, key: str) -> Source:
 SOURCE_MIN_SIMILARITY = 0.45
 
 
+LEXICAL_SOURCE_CHARACTERS = 200_000  # of a capture's text its words are matched in (see source_search)
+
+
 def source_search(*, principal: Principal | None, query: str, limit: int = 20) -> list[Source]:
     """Visible captures matching ``query``: full-text over titles and text, fused (RRF) with the
     closest embedded chunks of extracted documents. The predicate is in both queries; a
@@ -357,7 +361,12 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
 
     limit = max(1, min(limit, 100))
     visible = Source.objects.visible_to(principal, "read")
-    vector = SearchVector("title", weight="A", config="english") + SearchVector("text", weight="B", config="english")
+    # Words of a capture's first LEXICAL_SOURCE_CHARACTERS only: one 2.3 MB upload made a tsvector
+    # past PostgreSQL's 1 MB and every reader's capture search an error (its chunks are still
+    # found by meaning, all of them).
+    vector = SearchVector("title", weight="A", config="english") + SearchVector(
+        Substr("text", 1, LEXICAL_SOURCE_CHARACTERS), weight="B", config="english"
+    )
     search = SearchQuery(query, search_type="websearch", config="english")
     arms: dict[str, list[tuple[int, float]]] = {}
     arms["lexical"] = list(

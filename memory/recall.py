@@ -293,19 +293,23 @@ def memory_recall(
         if memory.embedding is not None
     }
     results = _mmr(scored, vectors, int(top_k))
+    direct = [item.memory.pk for item in results]
     if hops:
-        results = _expand(actor, results, int(hops), base)  # top_k direct results plus their neighbours
-    if count_recall and results:
-        Memory.objects.filter(pk__in=[item.memory.pk for item in results]).update(
-            recall_count=F("recall_count") + 1, last_recalled_at=timezone.now()
-        )
+        # top_k direct results plus at most top_k neighbours, the strongest (a hub linked to
+        # 3,000 memories answered 3 MB and bumped each one's recall count).
+        results = _expand(actor, results, int(hops), base, limit=int(top_k))
+    if count_recall and direct:
+        # Recalled means found by the question: a neighbour shown beside it is not counted.
+        Memory.objects.filter(pk__in=direct).update(recall_count=F("recall_count") + 1, last_recalled_at=timezone.now())
     response.results = results
     return response
 
 
-def _expand(actor: Member, results: list[Recalled], hops: int, base: Any) -> list[Recalled]:
-    """Follow links out of the results, hop by hop, scoring neighbours × 0.6 per hop."""
+def _expand(actor: Member, results: list[Recalled], hops: int, base: Any, *, limit: int) -> list[Recalled]:
+    """Follow links out of the results, hop by hop, scoring neighbours × 0.6 per hop; at most
+    ``limit`` neighbours in all (the strongest), each hop reading at most that many."""
     seen = {item.memory.pk: item for item in results}
+    direct = set(seen)
     frontier = list(results)
     for hop in range(1, hops + 1):
         ids = [item.memory.pk for item in frontier]
@@ -323,10 +327,18 @@ def _expand(actor: Member, results: list[Recalled], hops: int, base: Any) -> lis
                 )
                 seen[other] = item
                 next_frontier.append(item)
-        frontier = next_frontier
+        # The strongest neighbours go on; the others are dropped, not kept for a later hop.
+        next_frontier.sort(key=lambda item: item.score, reverse=True)
+        for dropped in next_frontier[limit:]:
+            del seen[dropped.memory.pk]
+        frontier = next_frontier[:limit]
         if not frontier:
             break
-    return sorted(seen.values(), key=lambda item: item.score, reverse=True)
+    neighbours = sorted(
+        (item for pk, item in seen.items() if pk not in direct), key=lambda item: item.score, reverse=True
+    )
+    kept = [item for item in seen.values() if item.memory.pk in direct] + neighbours[:limit]
+    return sorted(kept, key=lambda item: item.score, reverse=True)
 
 
 def memory_list_recent(

@@ -342,6 +342,25 @@ class QuestionFailureTests(BrainTestCase):
         assert "a bug" not in question.refusal_reason
 
 
+class OtherScriptsTests(BrainTestCase):
+    def test_a_question_without_latin_letters_has_words_to_look_for(self) -> None:
+        """Questions in Japanese or Russian were refused before any reading: "no words to look for"."""
+        from answers.services import _words, question_ask, question_run
+
+        assert {"東京", "営業", "時間"} <= _words("東京オフィスの営業時間は？")
+        assert {"когда", "офис"} <= _words("Когда открыт московский офис?")
+        assert _words("Who approves a discount above 12%?") == {"approv", "discount", "abov"}  # as before
+        publish(
+            "topics/tokyo.md",
+            title="東京オフィス",
+            body="# 東京オフィス\n\n東京オフィスの営業時間は平日の9時から18時までです。\n",
+        )
+        question = question_ask(actor=self.bob, text="東京オフィスの営業時間は？", enqueue=False)
+        question_run(question.pk)
+        question.refresh_from_db()
+        assert "no words" not in question.refusal_reason
+
+
 class AskFormTests(BrainTestCase):
     def test_a_refused_question_keeps_what_was_typed_unless_it_held_a_secret(self) -> None:
         self.client.force_login(self.alice.user)

@@ -147,6 +147,18 @@ class SelectorTests(BrainTestCase):
         assert [s.key for s in source_search(principal=self.alice, query="twelve percent")] == ["gdrive/northwind-msa"]
         assert list(source_search(principal=self.bob, query="twelve percent")) == []
 
+    def test_one_huge_capture_leaves_capture_search_working_for_everyone(self) -> None:
+        """A 2.3 MB upload made a tsvector past PostgreSQL's 1 MB: every reader's capture search
+        was a 400 "too complex" from then on."""
+        import random
+        import string
+
+        rng = random.Random(5)
+        rows = "\n".join(f"{n},{''.join(rng.choices(string.ascii_lowercase, k=8))}" for n in range(150_000))
+        capture("gdrive/orders", title="Orders export", text=rows)
+        assert [s.key for s in source_search(principal=self.alice, query="twelve percent")] == ["gdrive/northwind-msa"]
+        assert "gdrive/orders" in [s.key for s in source_search(principal=self.alice, query="orders export")]
+
     def test_source_tag_needs_suggest(self) -> None:
         source = source_tag(actor=self.alice, key="tickets/sup-1042", add=["  Onboarding ", "northwind"])
         assert source.tags == ["onboarding", "northwind"]

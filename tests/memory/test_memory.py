@@ -334,6 +334,22 @@ class RecallTests(MemoryTestCase):
         expanded = memory_recall(actor=self.alice, query="Heron launch date", top_k=1, hops=1).results
         assert [(item.memory.pk, item.hop) for item in expanded] == [(root.pk, 0), (linked.pk, 1)]
 
+    def test_a_hub_adds_at_most_top_k_neighbours_and_only_direct_results_count_as_recalled(self) -> None:
+        """A memory linked to 3,000 answered 3 MB and bumped the recall count of each."""
+        hub = self.remember("Project Osprey hub: everything about the osprey migration.")
+        spokes = Memory.objects.bulk_create(
+            Memory(author=self.alice, workspace=hub.workspace, content=f"Osprey note {n}", kind=hub.kind)
+            for n in range(30)
+        )
+        MemoryLink.objects.bulk_create(
+            MemoryLink(from_memory=hub, to_memory=spoke, type=LinkType.RELATES_TO) for spoke in spokes
+        )
+        results = memory_recall(actor=self.alice, query="osprey migration hub", top_k=2, hops=2).results
+        assert len([item for item in results if item.hop]) <= 2
+        assert len(results) <= 4
+        counted = Memory.objects.filter(pk__in=[spoke.pk for spoke in spokes], recall_count__gt=0).count()
+        assert counted == 0
+
     def test_bad_arguments_are_named(self) -> None:
         with pytest.raises(MemoryInvalid, match="topK"):
             memory_recall(actor=self.alice, query="x", top_k=50)
