@@ -18,6 +18,7 @@ from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group as DjangoGroup
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -27,6 +28,7 @@ from django.utils.html import format_html, format_html_join
 from brain.text.paths import PathError, validate_page_path
 from corpus.explain import explain_access
 from grants import services
+from grants.audit import audit_record
 from grants.models import AuditEvent, Grant, Group, Member, Permission, Sensitivity, ServiceAccount
 from grants.principals import SYSTEM, Principal, principal_for_user
 
@@ -51,8 +53,31 @@ def integer_pk(object_id: str) -> int | None:
     return int(raw) if re.fullmatch(r"[0-9]{1,18}", raw) else None
 
 
+def _audit_delete(request: HttpRequest, obj: Any) -> None:
+    meta = obj._meta
+    audit_record(actor=admin_actor(request), action=f"{meta.app_label}.{meta.model_name}.delete",
+                 target_type=str(meta.model_name), target=str(obj)[:200], metadata={"id": str(obj.pk)})  # fmt: skip
+
+
 class AdministratorOnly:
-    """Only owners/admins (or superusers) see these pages."""
+    """Only owners/admins (or superusers) see these pages; what they delete is audited.
+
+    A delete in the admin (one object or a bulk selection) writes ``<app>.<model>.delete`` naming
+    each object, in the delete's transaction: deleting a group or a service account also took
+    its grants with it, with no record. Admins whose deletes go through a service that audits
+    (grants) override both methods.
+    """
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with transaction.atomic():
+            _audit_delete(request, obj)
+            super().delete_model(request, obj)  # type: ignore[misc]
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        with transaction.atomic():
+            for obj in queryset:
+                _audit_delete(request, obj)
+            super().delete_queryset(request, queryset)  # type: ignore[misc]
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         member = principal_for_user(request.user)
@@ -464,8 +489,17 @@ class UserAdmin(DjangoUserAdmin):
             reverse("admin:grants_member_changelist"),
         )
 
+    # A member's login changes through the member's own pages (suspend, reactivate, role):
+    # unticking "active" here skipped suspension's revocations — ticking it again brought back
+    # every token and session — and a rename moved page ownership (owner: is a username) to
+    # whoever took the old name next. Neither was audited.
+    MEMBER_MANAGED = ("username", "is_active", "is_superuser", "is_staff")
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [*super().get_readonly_fields(request, obj), *(["member_row"] if obj is not None else [])]
+        fields = [*super().get_readonly_fields(request, obj), *(["member_row"] if obj is not None else [])]
+        if obj is not None and Member.objects.filter(user=obj).exists():
+            fields += [name for name in self.MEMBER_MANAGED if name not in fields]
+        return fields
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets = list(super().get_fieldsets(request, obj))

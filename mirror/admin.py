@@ -6,11 +6,13 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from brain.jobs import enqueue_on_commit
 from grants.admin import AdministratorOnly, admin_actor, integer_pk
+from integrations.models import IntegrationSecret
 from integrations.secrets import storage_problem
 from mirror.models import Mirror
 from mirror.services import mirror_adopt_remote, mirror_save
@@ -50,6 +52,16 @@ class MirrorAdmin(AdministratorOnly, admin.ModelAdmin):
         (None, {"fields": ["name", "remote_url", "branch", "service_account", "credential", "known_hosts", "enabled"]}),
         ("What the remote did", {"fields": readonly_fields}),
     ]
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with transaction.atomic():
+            IntegrationSecret.objects.filter(name=obj.secret_name).delete()  # its credential goes with it
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Mirror]) -> None:
+        with transaction.atomic():
+            IntegrationSecret.objects.filter(name__in=[mirror.secret_name for mirror in queryset]).delete()
+            super().delete_queryset(request, queryset)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         # Through the one write path: validated, the credential encrypted, audited.

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from corpus.models import Chunk, Page, Revision, Source
 from grants.models import AuditEvent, Grant, Member
 from grants.principals import SYSTEM
-from grants.services import member_create, member_update
+from grants.services import grant_issue, member_create, member_update
 from tests.base import BrainTestCase
 
 
@@ -247,6 +247,44 @@ class AdminUsersTests(BrainTestCase):
         assert "this login reaches no page, memory or build" in listing
         change = self.client.get(f"/admin/auth/user/{lonely.pk}/change/").content.decode()
         assert "add it as a member under" in change
+
+    def test_a_members_login_is_not_renamed_or_switched_off_in_the_user_admin(self) -> None:
+        """Unticking "active" there skipped suspension (ticking it again revived every revoked
+        token and session) and a rename moved page ownership; neither was audited."""
+        from django.contrib.auth import get_user_model
+
+        root = get_user_model().objects.create_superuser("root", password="pw-root-12345")
+        self.client.force_login(root)
+        url = f"/admin/auth/user/{self.bob.user.pk}/change/"
+        page = self.client.get(url)
+        form = {name: value for name, value in page.context["adminform"].form.initial.items() if value is not None}
+        form.update({"username": "bobby", "email": "bob@example.com", "date_joined_0": "2026-01-01",
+                     "date_joined_1": "00:00:00", "last_login_0": "", "last_login_1": ""})  # fmt: skip
+        form.pop("is_active", None)  # unticked
+        form.pop("groups", None)
+        form.pop("user_permissions", None)
+        self.client.post(url, form)
+        bob = get_user_model().objects.get(pk=self.bob.user.pk)
+        assert (bob.username, bob.is_active, bob.is_superuser) == ("bob", True, False)
+        assert 'name="is_active"' not in self.client.get(url).content.decode()
+
+    def test_what_an_administrator_deletes_in_the_admin_is_audited(self) -> None:
+        """Deleting a group or a service account took their grants along, with no record."""
+        from grants.services import group_create, service_account_create
+
+        group = group_create(actor=SYSTEM, name="sales", description="")
+        grant_issue(actor=SYSTEM, group=group, path="topics/", permission="read")
+        bots = [service_account_create(actor=SYSTEM, name=f"bot-{n}", description="") for n in range(2)]
+        self.client.force_login(self.charlie.user)
+        assert self.client.post(f"/admin/grants/group/{group.pk}/delete/", {"post": "yes"}).status_code == 302
+        bulk = {"action": "delete_selected", "post": "yes", "_selected_action": [str(bot.pk) for bot in bots]}
+        assert self.client.post("/admin/grants/serviceaccount/", bulk).status_code == 302
+        events = AuditEvent.objects.filter(action__endswith=".delete")
+        assert sorted(events.values_list("action", "target")) == [
+            ("grants.group.delete", "sales"), ("grants.serviceaccount.delete", "bot-0"),
+            ("grants.serviceaccount.delete", "bot-1"),
+        ]  # fmt: skip
+        assert {event.actor_label for event in events} == {"charlie"}
 
     def test_one_groups_and_one_grants_entry(self) -> None:
         self.client.force_login(self.charlie.user)
