@@ -448,6 +448,8 @@ BRAIN_BUILD_DRIVER: dict[str, int] = {
     "LEASE_SECONDS": env_int("BRAIN_BUILD_LEASE_SECONDS", 300, minimum=5),
     "MAX_ZIP_BYTES": env_int("BRAIN_IMPORT_MAX_ZIP_BYTES", 50 * 1024 * 1024, minimum=1024),
     "MAX_FILE_BYTES": env_int("BRAIN_IMPORT_MAX_FILE_BYTES", 1024 * 1024, minimum=1024),
+    # Pages one uploaded archive may hold: each is validated while the upload waits.
+    "MAX_FILES": env_int("BRAIN_IMPORT_MAX_FILES", 2000, minimum=1),
 }
 
 BRAIN_BUILDS: dict[str, Any] = {

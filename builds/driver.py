@@ -60,6 +60,7 @@ def driver_settings() -> dict[str, int]:
         "LEASE_SECONDS": 300,
         "MAX_ZIP_BYTES": 50 * 1024 * 1024,
         "MAX_FILE_BYTES": 1024 * 1024,
+        "MAX_FILES": 2000,
         "MAX_RETRIES": 10,
     }
     return {**defaults, **getattr(settings, "BRAIN_BUILD_DRIVER", {})}
@@ -119,6 +120,13 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
         if any("\x00" in info.orig_filename for info in archive.infolist()):
             raise ArchiveRefused("a member name contains a NUL character (member names are page paths)")
         entries = [info for info in archive.infolist() if not info.is_dir() and info.filename.endswith(".md")]
+        if len(entries) > limits["MAX_FILES"]:
+            # Every page is validated while the upload waits: 18,000 tiny pages (a 4 MB zip) ran
+            # past the web worker's timeout and imported nothing.
+            raise ArchiveRefused(
+                f"the archive holds {len(entries)} pages; at most {limits['MAX_FILES']} an import "
+                "(split it, or run corpus_import on the server)"
+            )
         declared = sum(info.file_size for info in entries)
         if declared > limits["MAX_ZIP_BYTES"]:
             raise ArchiveRefused(f"the archive would expand to more than {limits['MAX_ZIP_BYTES']} bytes")

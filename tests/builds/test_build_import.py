@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import zipfile
 from pathlib import Path
 from unittest import mock
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import override_settings
 
 from brain import embeddings
 from builds.models import Build, Promotion
@@ -194,6 +196,16 @@ class CorpusImportCommandTests(VictorMixin, BrainTestCase):
                     with pytest.raises(ArchiveRefused, match="symbolic link"):
                         files_from_folder(root)
         assert not Page.objects.exists()
+
+    def test_an_archive_of_more_pages_than_an_upload_validates_is_refused_at_once(self) -> None:
+        from builds.driver import ArchiveRefused, files_from_zip
+
+        data = io.BytesIO()
+        with zipfile.ZipFile(data, "w") as archive:
+            for number in range(6):
+                archive.writestr(f"topics/p{number}.md", "x")
+        with override_settings(BRAIN_BUILD_DRIVER={"MAX_FILES": 5}), pytest.raises(ArchiveRefused, match="at most 5"):
+            files_from_zip(data.getvalue())
 
     def test_exit_code_is_non_zero(self) -> None:
         import os
