@@ -94,7 +94,7 @@ def files_from_folder(root: Path) -> list[tuple[str, str]]:
         if file.stat().st_size > limit:
             raise ArchiveRefused(f"{relative} is larger than {limit} bytes")
         try:
-            files.append((relative, file.read_text(encoding="utf-8")))
+            files.append((relative, file.read_text(encoding="utf-8-sig")))  # an editor's BOM is no text
         except (OSError, UnicodeDecodeError):
             raise ArchiveRefused(f"{relative} is not readable as UTF-8 text") from None
     return files
@@ -144,7 +144,7 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
             if len(raw) > limits["MAX_FILE_BYTES"] or len(raw) != info.file_size:
                 raise ArchiveRefused(f"{info.filename} does not expand to its declared size")
             try:
-                text = raw.decode("utf-8")
+                text = raw.decode("utf-8-sig")  # a BOM was read as text: "frontmatter missing"
             except UnicodeDecodeError:
                 raise ArchiveRefused(f"{info.filename} is not UTF-8 text") from None
             # The member name is the page path, exactly as written: validated, not repaired.

@@ -337,6 +337,9 @@ class ServiceAccountAdmin(AdministratorOnly, admin.ModelAdmin):
     search_fields = ["name"]
     fields = ["name", "description", "is_active"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return ["name"] if obj else []  # the update service keeps the name: a rename said "changed" and was dropped
+
     def save_model(self, request: HttpRequest, obj: ServiceAccount, form: forms.ModelForm, change: bool) -> None:
         if change:
             services.service_account_update(

@@ -44,7 +44,12 @@ class IntegrationSecretAdmin(AdministratorOnly, admin.ModelAdmin):
     list_display = ["name", "key_version", "updated_at", "updated_by"]
     readonly_fields = ["key_version", "updated_at", "updated_by"]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # A secret is replaced, never renamed: renaming on its change page stored a second row.
+        return [*self.readonly_fields, *(["name"] if obj else [])]
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         # Through the one write path: encrypted, audited by name only.
-        secret_set(actor=admin_actor(request), name=form.cleaned_data["name"], value=form.cleaned_data["value"])
-        obj.pk = IntegrationSecret.objects.get(name=form.cleaned_data["name"]).pk
+        name = form.cleaned_data.get("name") or obj.name
+        secret_set(actor=admin_actor(request), name=name, value=form.cleaned_data["value"])
+        obj.pk = IntegrationSecret.objects.get(name=name).pk

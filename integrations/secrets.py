@@ -31,6 +31,9 @@ class SecretUnavailable(Exception):
     """The secret is not set, or cannot be decrypted with the configured keys."""
 
 
+MAX_KEY_VERSION = 32767  # a PositiveSmallIntegerField beside each secret
+
+
 def keys() -> dict[int, bytes]:
     """Configured key versions → 32-byte keys. Raises ``SecretUnavailable`` naming what is
     wrong when none is configured or an entry is not ``<version>:<base64 of 32 bytes>``."""
@@ -45,6 +48,9 @@ def keys() -> dict[int, bytes]:
             raise SecretUnavailable(
                 "BRAIN_SECRETS_KEYS has an entry that is not <version>:<base64 key> (docs/operations.md)"
             ) from None
+        if not (version.isascii() and version.isdigit() and 1 <= number <= MAX_KEY_VERSION):
+            # Stored with each secret as a small positive number: -1 was a 500 at the first save.
+            raise SecretUnavailable(f"a key version is a whole number from 1 to {MAX_KEY_VERSION}")
         if len(key) != 32:
             raise SecretUnavailable(f"key version {version} is not 32 bytes")
         found[number] = key

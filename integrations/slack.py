@@ -175,7 +175,11 @@ def link(request: HttpRequest, code: str) -> HttpResponse:
                                    expires_at__gt=timezone.now()).first()  # fmt: skip
     if member is None or row is None:
         raise Http404
-    context: dict[str, Any] = {"slack_user_id": row.slack_user_id, "done": False, "error": ""}
+    # A link sent by someone else binds the sender's Slack account to whoever opens it: the page
+    # says whose account it is, that only a link one asked for oneself should be confirmed, and
+    # which existing link it would replace.
+    replaces = member.slack_user_id if member.slack_user_id not in ("", None, row.slack_user_id) else ""
+    context: dict[str, Any] = {"slack_user_id": row.slack_user_id, "done": False, "error": "", "replaces": replaces}
     if request.method == "POST":
         try:
             with transaction.atomic():

@@ -207,6 +207,15 @@ class CorpusImportCommandTests(VictorMixin, BrainTestCase):
         with override_settings(BRAIN_BUILD_DRIVER={"MAX_FILES": 5}), pytest.raises(ArchiveRefused, match="at most 5"):
             files_from_zip(data.getvalue())
 
+    def test_a_page_saved_with_a_byte_order_mark_imports(self) -> None:
+        from builds.driver import files_from_zip
+
+        data = io.BytesIO()
+        with zipfile.ZipFile(data, "w") as archive:
+            archive.writestr("topics/bom.md", "\ufeff" + page_markdown(owner="alice", title="Saved by Notepad"))
+        [(path, text)] = files_from_zip(data.getvalue())
+        assert (path, text.startswith("---")) == ("topics/bom.md", True)
+
     def test_exit_code_is_non_zero(self) -> None:
         import os
         import subprocess

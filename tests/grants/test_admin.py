@@ -286,6 +286,17 @@ class AdminUsersTests(BrainTestCase):
         ]  # fmt: skip
         assert {event.actor_label for event in events} == {"charlie"}
 
+    def test_a_service_accounts_name_is_not_offered_for_a_change_it_would_not_make(self) -> None:
+        from grants.services import service_account_create
+
+        bot = service_account_create(actor=SYSTEM, name="bot", description="")
+        self.client.force_login(self.charlie.user)
+        url = f"/admin/grants/serviceaccount/{bot.pk}/change/"
+        assert 'name="name"' not in self.client.get(url).content.decode()
+        self.client.post(url, {"name": "renamed-bot", "description": "the docs bot", "is_active": "on"})
+        bot.refresh_from_db()
+        assert (bot.name, bot.description) == ("bot", "the docs bot")
+
     def test_one_groups_and_one_grants_entry(self) -> None:
         self.client.force_login(self.charlie.user)
         index = self.client.get("/admin/").content.decode()

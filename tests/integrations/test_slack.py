@@ -148,6 +148,11 @@ class SlackTests(BrainTestCase):
         self.client.post(path)
         assert Member.objects.get(pk=self.alice.pk).slack_user_id == "U0ALICE"
         assert self.client.get(path).status_code == 404  # one time only
+        # A link sent by someone else: the page says whose account it is and what it replaces.
+        sent = self.post("link", user="U0MALLORY").json()["text"].split("within 10 minutes: ")[1]
+        page = self.client.get(sent.removeprefix("https://brain.example.org")).content.decode()
+        assert "Link only if you typed" in page
+        assert "replaces your current link to Slack user <code>U0ALICE</code>" in page
         assert "search" in self.post("help").json()["text"]
         found = self.post("search team plan").json()["text"]
         assert "Price list" in found
@@ -210,6 +215,25 @@ class SecretAdminTests(BrainTestCase):
         page = self.client.get(f"/admin/integrations/integrationsecret/{row.pk}/change/").content.decode()
         assert SIGNING not in page
         assert SIGNING not in self.client.get("/admin/integrations/integrationsecret/").content.decode()
+        # Replaced on its change page, never renamed into a second row.
+        changed = self.client.post(
+            f"/admin/integrations/integrationsecret/{row.pk}/change/", {"name": "other_name", "value": "new value"}
+        )
+        assert changed.status_code == 302
+        assert list(IntegrationSecret.objects.values_list("name", flat=True)) == ["slack_signing_secret"]
+        assert secret_get("slack_signing_secret") == "new value"
+
+    def test_a_key_version_that_cannot_be_stored_is_a_form_error_not_a_500(self) -> None:
+        self.client.force_login(self.charlie.user)
+        key = KEY_1.partition(":")[2]
+        for keys in (f"-1:{key}", f"0:{key}", f"99999:{key}"):
+            with self.subTest(keys=keys[:6]), override_settings(BRAIN_SECRETS_KEYS=keys):
+                answer = self.client.post(
+                    "/admin/integrations/integrationsecret/add/", {"name": "slack_bot_token", "value": "xoxb-1"}
+                )
+                assert answer.status_code == 200
+                assert "a key version is a whole number" in answer.content.decode()
+        assert not IntegrationSecret.objects.exists()
 
 
 class SlackDeliveryRetryTests(BrainTestCase):
