@@ -22,10 +22,12 @@ never repeats the URL (a private calendar URL is itself a secret).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
@@ -103,8 +105,13 @@ def _parts(url: str) -> tuple[str, str, int]:
 
 def _public(address: IPAddress) -> bool:
     """True for an address on the public internet (``is_global`` alone lets multicast through)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.teredo is not None or address.is_site_local:
+            return False  # a tunnel to anywhere, or the deprecated site-local fec0::/10
+        # An IPv4 address inside (::ffff:a.b.c.d, and 6to4's 2002:a.b.c.d::) is what is reached.
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is not None:
+            address = embedded
     return address.is_global and not (
         address.is_multicast
         or address.is_reserved
@@ -184,6 +191,12 @@ def fetch_calendar(url: str, *, etag: str = "", last_modified: str = "", allow_p
             headers["If-None-Match"] = etag
         if last_modified:
             headers["If-Modified-Since"] = last_modified
+        # One deadline for the whole fetch: a server trickling a byte a second answers every read
+        # within the socket timeout, so only a watchdog closing the socket ends it (it held a
+        # web thread past 75 s).
+        watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _cut, args=(connection,))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             connection.request("GET", target, headers=headers)
             response = connection.getresponse()
@@ -204,10 +217,15 @@ def fetch_calendar(url: str, *, etag: str = "", last_modified: str = "", allow_p
                 etag=(response.getheader("ETag") or "")[:200],
                 last_modified=(response.getheader("Last-Modified") or "")[:100],
             )
-        except (OSError, http.client.HTTPException) as exc:
+        except FetchRefused:
+            raise
+        except (OSError, http.client.HTTPException, ValueError) as exc:  # ValueError: a read after the cut
+            if time.monotonic() >= deadline:
+                raise FetchRefused(f"the calendar took more than {int(TOTAL_SECONDS)} seconds to download") from exc
             # Timeouts, refused connections, TLS failures, malformed answers: say which, not where.
             raise FetchRefused(f"the calendar could not be fetched ({_describe(exc)})") from exc
         finally:
+            watchdog.cancel()
             connection.close()
     raise FetchRefused(f"the calendar URL redirected more than {MAX_REDIRECTS} times")
 
@@ -221,13 +239,23 @@ def _read(response: http.client.HTTPResponse, deadline: float) -> bytes:
     while True:
         if time.monotonic() > deadline:
             raise FetchRefused(f"the calendar took more than {int(TOTAL_SECONDS)} seconds to download")
-        chunk = response.read(CHUNK)
+        chunk = response.read1(CHUNK)  # what has arrived: the deadline is looked at between reads
         if not chunk:
+            if time.monotonic() >= deadline:  # the watchdog ended it: what arrived is not the calendar
+                raise FetchRefused(f"the calendar took more than {int(TOTAL_SECONDS)} seconds to download")
             return b"".join(chunks)
         size += len(chunk)
         if size > MAX_BYTES:
             raise FetchRefused("the calendar is over 5 MB")
         chunks.append(chunk)
+
+
+def _cut(connection: http.client.HTTPConnection) -> None:
+    """The watchdog's act: end the connection's socket, so the read blocked on it returns."""
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _describe(exc: BaseException) -> str:

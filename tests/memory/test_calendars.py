@@ -517,7 +517,10 @@ class CalendarSubscriptionTests(TestCase):
         with pytest.raises(MemoryInvalid, match="not a public address"):
             calendar_subscribe(actor=self.alice, url=self.server.url("/team.ics"), name="Team", workspace=None)
         for private in ("http://10.0.0.5/cal.ics", "http://169.254.169.254/latest/meta-data/", "http://[::1]/x.ics",
-                        "http://localhost/x.ics"):  # fmt: skip
+                        "http://localhost/x.ics",
+                        # 6to4 around 127.0.0.1, site-local, a Teredo tunnel: each reaches what it wraps.
+                        "http://[2002:7f00:1::]/x.ics", "http://[fec0::1]/x.ics",
+                        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x.ics"):  # fmt: skip
             with pytest.raises(MemoryInvalid, match="not a public address"):
                 calendar_subscribe(actor=self.alice, url=private, name="x", workspace=None)
 
@@ -572,6 +575,40 @@ class CalendarSubscriptionTests(TestCase):
         # Exactly 5 MB is read whole; it just is not a calendar.
         assert "must start with BEGIN:VCALENDAR" in calendar_refresh(self.subscribe("/exact.ics", name="exact")).error
         assert calendar_refresh(self.subscribe("/missing.ics", name="gone")).error == "the server answered HTTP 404"
+        assert not Memory.objects.exists()
+
+    @override_settings(BRAIN_CALENDAR_ALLOW_PRIVATE=True)
+    def test_a_server_trickling_its_answer_is_cut_at_the_deadline(self) -> None:
+        """Every byte came within the socket timeout, so no read ever timed out (75 s and counting):
+        the fetch now hangs up at its deadline, while the server is still sending."""
+        import time
+
+        hung_up: list[str] = []
+
+        def trickle(path: str, *, in_headers: bool) -> Callable[[BaseHTTPRequestHandler], None]:
+            def respond(handler: BaseHTTPRequestHandler) -> None:
+                lines = [b"HTTP/1.1 200 OK\r\n"]
+                lines += [b"X-Slow-%d: x\r\n" % n for n in range(40)] if in_headers else []
+                lines += [b"Content-Length: 100000\r\n\r\n"] + ([] if in_headers else [b"B"] * 40)
+                try:
+                    for line in lines:
+                        handler.wfile.write(line)
+                        handler.wfile.flush()
+                        time.sleep(0.2)
+                except (BrokenPipeError, ConnectionResetError):
+                    hung_up.append(path)
+                handler.close_connection = True
+
+            return respond
+
+        self.server.routes["/body.ics"] = trickle("/body.ics", in_headers=False)
+        self.server.routes["/headers.ics"] = trickle("/headers.ics", in_headers=True)
+        for path in ("/body.ics", "/headers.ics"):
+            with mock.patch.object(calendar_fetch, "TOTAL_SECONDS", 1.5):
+                refused = calendar_refresh(self.subscribe(path, name=path))
+            assert refused.error == "the calendar took more than 1 seconds to download", (path, refused.error)
+        time.sleep(0.5)  # the server's next write finds the connection gone
+        assert sorted(hung_up) == ["/body.ics", "/headers.ics"]
         assert not Memory.objects.exists()
 
     def test_urls_with_credentials_or_other_schemes_are_refused_and_webcal_is_https(self) -> None:
