@@ -16,7 +16,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from brain.callers import ALL_SCOPES, SESSION, SURFACES, Caller, admits, bearer_token, resolve, wrong_resource
+from brain.callers import ALL_SCOPES, SESSION, SURFACES, Caller, admits, bearer_token, refusal_reason, resolve
 from brain.ratelimit import RateLimited, hit
 from grants.models import Member
 from grants.principals import principal_for_user
@@ -62,18 +62,7 @@ class SurfacePermission(BasePermission):
         surface = SURFACES[view.surface]
         if admits(surface, caller):
             return True
-        resource = wrong_resource(surface, caller)
-        if resource is not None:
-            raise PermissionDenied(
-                f"This OAuth token was issued for another resource; this endpoint needs one issued for {resource}.",
-                code="insufficient_scope",
-            )
-        wanted = {*([surface.scope] if surface.scope else []), *surface.also}
-        scopes = " and ".join(repr(scope) for scope in sorted(wanted))
-        need = f"the scope(s) {scopes}" if scopes and caller.kind in surface.kinds else "another kind"
-        raise PermissionDenied(
-            f"This credential ({caller.kind}) may not use this endpoint; it needs {need}.", code="insufficient_scope"
-        )
+        raise PermissionDenied(refusal_reason(surface, caller), code="insufficient_scope")
 
 
 class RateWindowThrottle(BaseThrottle):

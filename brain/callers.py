@@ -167,14 +167,21 @@ def admits(surface: Surface, caller: Caller) -> bool:
     return True
 
 
-def wrong_resource(surface: Surface, caller: Caller) -> str | None:
-    """The resource an OAuth token would need for ``surface`` when it is bound elsewhere, else None
-    (so a refusal names the resource, not a scope the token already holds)."""
-    if caller.kind != PERSON or caller.kind not in surface.kinds or surface.resource is None:
-        return None
-    if _bound_to(caller.resources, surface.resource):
-        return None
-    return settings.BRAIN_BASE_URL + surface.resource
+def refusal_reason(surface: Surface, caller: Caller) -> str:
+    """Why ``surface`` does not admit ``caller`` (a live credential), in words a client acts on:
+    the resource an OAuth token bound elsewhere needs (not a scope it already holds), else the
+    scopes missing, else that another kind of credential is needed. Every API's 403 says this."""
+    bound_elsewhere = (
+        caller.kind == PERSON and caller.kind in surface.kinds and surface.resource is not None
+        and not _bound_to(caller.resources, surface.resource)
+    )  # fmt: skip
+    if bound_elsewhere:
+        resource = settings.BRAIN_BASE_URL + str(surface.resource)
+        return f"This OAuth token was issued for another resource; this endpoint needs one issued for {resource}."
+    wanted = {*([surface.scope] if surface.scope else []), *surface.also}
+    scopes = " and ".join(repr(scope) for scope in sorted(wanted))
+    need = f"the scope(s) {scopes}" if scopes and caller.kind in surface.kinds else "another kind"
+    return f"This credential ({caller.kind}) may not use this endpoint; it needs {need}."
 
 
 def _bound_to(resources: tuple[str, ...], path: str) -> bool:

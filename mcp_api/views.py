@@ -54,9 +54,7 @@ def _batch(messages: list[object], caller: Caller, version: str) -> JsonResponse
         try:
             answer = dispatch(message, caller, version)
         except RateLimited as limited:
-            wait = limited.retry_after
-            answer = error(echo_id(message), RATE_LIMITED, f"Rate limit exceeded; retry after {wait} seconds.",
-                           {"retry_after": wait})  # fmt: skip
+            answer = _rate_limited(echo_id(message), limited)
         except Exception as failure:
             unavailable = _unavailable(failure, None, version)
             if unavailable is None:
@@ -69,6 +67,11 @@ def _batch(messages: list[object], caller: Caller, version: str) -> JsonResponse
         accepted["MCP-Protocol-Version"] = version
         return accepted
     return _json(answers, 200, version)
+
+
+def _rate_limited(message_id: object, limited: RateLimited) -> dict[str, object]:
+    wait = limited.retry_after
+    return error(message_id, RATE_LIMITED, f"Rate limit exceeded; retry after {wait} seconds.", {"retry_after": wait})
 
 
 def _unavailable(failure: Exception, message_id: object, version: str) -> JsonResponse | None:
@@ -161,9 +164,7 @@ def _endpoint(
         try:
             answer = dispatch(message, caller, version)
         except RateLimited as limited:
-            body = error(message_id, RATE_LIMITED, f"Rate limit exceeded; retry after {limited.retry_after} seconds.",
-                         {"retry_after": limited.retry_after})  # fmt: skip
-            throttled = _json(body, 429, version)
+            throttled = _json(_rate_limited(message_id, limited), 429, version)
             throttled["Retry-After"] = str(limited.retry_after)
             return throttled
         except Exception as failure:

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 
-from brain.callers import MCP_PATH, MEMORY_API_PATH, REST_API_PATH, SURFACES, bearer_token, caller_for, resolve
+from brain.callers import (
+    MCP_PATH,
+    MEMORY_API_PATH,
+    REST_API_PATH,
+    SURFACES,
+    bearer_token,
+    caller_for,
+    refusal_reason,
+    resolve,
+)
 from brain.errors import json_error
 from grants.models import Member
 
@@ -63,10 +72,7 @@ def legacy_refusal(request: HttpRequest, message: str) -> JsonResponse:
         refused["WWW-Authenticate"] = 'Bearer realm="brain"'
         return refused
     scope = SURFACES[surface].scope
-    need = f"a personal API token or an OAuth token with the {scope!r} scope" if scope else "another credential"
-    refused = json_error(
-        "insufficient_scope", f"This credential ({caller.kind}) may not use this endpoint; it needs {need}.", 403
-    )
+    refused = json_error("insufficient_scope", refusal_reason(SURFACES[surface], caller), 403)
     challenge = 'Bearer realm="brain", error="insufficient_scope"'
     refused["WWW-Authenticate"] = challenge + (f', scope="{scope}"' if scope else "")
     return refused
