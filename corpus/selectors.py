@@ -11,10 +11,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection
-from django.db.models import Q, QuerySet
-from django.db.models.functions import Substr
+from django.db.models import F, Q, QuerySet
 from pydantic import BaseModel, ConfigDict
 
 from brain.rows import columns, fetch_one, hydrate
@@ -340,9 +339,6 @@ def source_get_visible(*, principal: Principal | None, key: str) -> Source:
 SOURCE_MIN_SIMILARITY = 0.45
 
 
-LEXICAL_SOURCE_CHARACTERS = 200_000  # of a capture's text its words are matched in (see source_search)
-
-
 def source_search(*, principal: Principal | None, query: str, limit: int = 20) -> list[Source]:
     """Visible captures matching ``query``: full-text over titles and text, fused (RRF) with the
     closest embedded chunks of extracted documents. The predicate is in both queries; a
@@ -361,17 +357,12 @@ def source_search(*, principal: Principal | None, query: str, limit: int = 20) -
 
     limit = max(1, min(limit, 100))
     visible = Source.objects.visible_to(principal, "read")
-    # Words of a capture's first LEXICAL_SOURCE_CHARACTERS only: one 2.3 MB upload made a tsvector
-    # past PostgreSQL's 1 MB and every reader's capture search an error (its chunks are still
-    # found by meaning, all of them).
-    vector = SearchVector("title", weight="A", config="english") + SearchVector(
-        Substr("text", 1, LEXICAL_SOURCE_CHARACTERS), weight="B", config="english"
-    )
     search = SearchQuery(query, search_type="websearch", config="english")
     arms: dict[str, list[tuple[int, float]]] = {}
+    # Source.search_vector: the title and the text's first LEXICAL_SOURCE_CHARACTERS, indexed.
     arms["lexical"] = list(
-        visible.annotate(searchable=vector, rank=SearchRank(vector, search))
-        .filter(searchable=search)
+        visible.annotate(rank=SearchRank(F("search_vector"), search))
+        .filter(search_vector=search)
         .order_by("-rank", "key")
         .values_list("pk", "rank")[:50]
     )

@@ -156,8 +156,24 @@ class SelectorTests(BrainTestCase):
         rng = random.Random(5)
         rows = "\n".join(f"{n},{''.join(rng.choices(string.ascii_lowercase, k=8))}" for n in range(150_000))
         capture("gdrive/orders", title="Orders export", text=rows)
+
         assert [s.key for s in source_search(principal=self.alice, query="twelve percent")] == ["gdrive/northwind-msa"]
         assert "gdrive/orders" in [s.key for s in source_search(principal=self.alice, query="orders export")]
+
+    def test_capture_words_are_read_from_the_stored_index_not_parsed_per_query(self) -> None:
+        """Each capture search parsed every visible capture's text (up to 200,000 characters
+        each) again; the words are now a stored, GIN-indexed column, and the densest text a
+        capture can hold (distinct two-character CJK words) still fits in a tsvector."""
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        dense = " ".join(chr(0x4E00 + n // 300) + chr(0x4E00 + n % 300) for n in range(90_000))
+        capture("gdrive/dense", title="Dense glossary", text=dense)
+        with CaptureQueriesContext(connection) as queries:
+            found = [s.key for s in source_search(principal=self.alice, query="glossary")]
+        assert "gdrive/dense" in found
+        assert not [q["sql"] for q in queries.captured_queries if "to_tsvector" in q["sql"]]
+        assert "search_vector" in Source.objects.get(key="gdrive/dense").get_deferred_fields()
 
     def test_source_tag_needs_suggest(self) -> None:
         source = source_tag(actor=self.alice, key="tickets/sup-1042", add=["  Onboarding ", "northwind"])
