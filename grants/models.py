@@ -190,6 +190,14 @@ class Grant(models.Model):
                 name="grant_category_form",
             ),
             models.CheckConstraint(condition=Q(permission__in=[1, 2, 3]), name="grant_permission_known"),
+            # A second identical grant adds no access, and revoking one of the two would look
+            # like removing it while the other still grants it.
+            models.UniqueConstraint(
+                fields=["member", "group", "service_account", "path", "category", "permission"],
+                nulls_distinct=False,
+                name="grant_once",
+                violation_error_message="This subject already holds this grant; nothing was issued.",
+            ),
         ]
         indexes = [models.Index(fields=["path"]), models.Index(fields=["category"])]
 

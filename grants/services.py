@@ -279,18 +279,27 @@ def grant_issue(
     level = grant_check(
         member=member, group=group, service_account=service_account, path=path, category=category, permission=permission
     )
+    duplicate = _identical_grant(member, group, service_account, path, category, level)
+    if duplicate is not None:
+        raise ValidationError({"scope": _already_held(duplicate)})
     with transaction.atomic():
         try:
-            grant = Grant.objects.create(
-                member=member,
-                group=group,
-                service_account=service_account,
-                path=path,
-                category=category,
-                permission=level,
-                created_by=actor if isinstance(actor, Member) else None,
-            )
+            with transaction.atomic():  # a savepoint: a refused row leaves this block usable
+                grant = Grant.objects.create(
+                    member=member,
+                    group=group,
+                    service_account=service_account,
+                    path=path,
+                    category=category,
+                    permission=level,
+                    created_by=actor if isinstance(actor, Member) else None,
+                )
         except IntegrityError:
+            # The same grant issued at the same moment by another request, or (behind
+            # grant_check) a grammar the CHECK constraints refuse.
+            duplicate = _identical_grant(member, group, service_account, path, category, level)
+            if duplicate is not None:
+                raise ValidationError({"scope": _already_held(duplicate)}) from None
             raise ValidationError({"scope": "the grant breaks the grant grammar"}) from None
         audit_record(
             actor=actor,
@@ -340,6 +349,24 @@ def grant_check(
     if errors:
         raise ValidationError(errors)
     return level
+
+
+def _identical_grant(
+    member: Member | None,
+    group: Group | None,
+    service_account: ServiceAccount | None,
+    path: str | None,
+    category: str | None,
+    level: Permission,
+) -> Grant | None:
+    """The grant with exactly these parts, if one was issued (at most one: ``grant_once``)."""
+    return Grant.objects.filter(
+        member=member, group=group, service_account=service_account, path=path, category=category, permission=level
+    ).first()
+
+
+def _already_held(grant: Grant) -> str:
+    return f"{grant.subject_label} already holds this grant (grant {grant.pk}); nothing was issued"
 
 
 def grant_revoke(*, actor: Principal, grant: Grant) -> None:

@@ -45,6 +45,23 @@ class AdminTests(BrainTestCase):
         event = AuditEvent.objects.get(action="grant.issue", target=str(grant.pk))
         assert event.actor_label == "charlie"
 
+    def test_an_identical_grant_is_refused_on_the_form_and_at_the_service(self) -> None:
+        """The same grant could be issued twice: revoking one then left the other granting it."""
+        first = {"member": self.bob.pk, "category": "pricing", "permission": 2}
+        assert self.client.post("/admin/grants/grant/add/", first).status_code == 302
+        response = self.client.post("/admin/grants/grant/add/", first)
+        assert response.status_code == 200
+        body = response.content.decode()
+        assert "already holds this grant" in body
+        assert body.count("already holds this grant") == 1
+        assert Grant.objects.filter(member=self.bob, category="pricing").count() == 1
+        # Another permission on the same scope is another grant.
+        assert self.client.post("/admin/grants/grant/add/", {**first, "permission": 1}).status_code == 302
+        grant_issue(actor=SYSTEM, member=self.bob, path="", permission="read")
+        with pytest.raises(ValidationError, match="already holds this grant"):
+            grant_issue(actor=SYSTEM, member=self.bob, path="", permission="read")
+        assert Grant.objects.filter(member=self.bob, path="").count() == 1
+
     def test_plain_member_cannot_open_the_admin_models(self) -> None:
         self.client.force_login(self.bob.user)
         assert self.client.get("/admin/grants/grant/").status_code == 302

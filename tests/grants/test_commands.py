@@ -40,3 +40,6 @@ class MemberAndGrantCommandTests(pytest.importorskip("django.test").TestCase):
             call_command("brain_grant", "add", "--member", "nobody", "--path", "topics/", "--permission", "read")
         with pytest.raises(CommandError, match="already exists"):
             call_command("brain_member", "add", "erin")
+        call_command("brain_grant", "add", "--member", "erin", "--path", "topics/", "--permission", "read")
+        with pytest.raises(CommandError, match="erin already holds this grant"):
+            call_command("brain_grant", "add", "--member", "erin", "--path", "topics/", "--permission", "read")

@@ -144,7 +144,8 @@ class WorldTestCase(TestCase):
             [
                 Grant(path=g.path, category=g.category, permission=g.permission, **self._subject(g.subject))
                 for g in world["grants"]
-            ]
+            ],
+            ignore_conflicts=True,  # a world may hold one grant twice; the table keeps it once
         )
         revisions = Revision.objects.bulk_create(
             [Revision(path=p.path, frontmatter={}, body="x", sha256="0" * 64, promoted_at=None) for p in world["pages"]]
