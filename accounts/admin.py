@@ -24,8 +24,8 @@ from django.utils.html import format_html, format_html_join
 
 from accounts import services
 from accounts.models import Invitation, SignedInSession
-from grants.admin import MemberAdmin, admin_actor, integer_pk
-from grants.models import Member
+from grants.admin import MemberAdmin, ServiceAccountAdmin, admin_actor, integer_pk
+from grants.models import Member, ServiceAccount
 from oauth.selectors import connections_for
 
 
@@ -325,6 +325,23 @@ def _ended(ended: services.Suspension) -> str:
 
 admin.site.unregister(Member)
 admin.site.register(Member, PeopleMemberAdmin)
+
+
+class AccountsServiceAccountAdmin(ServiceAccountAdmin):
+    """Service accounts; a change goes through ``accounts.services.service_account_change``,
+    which also revokes a deactivated account's credentials."""
+
+    def save_model(self, request: HttpRequest, obj: ServiceAccount, form: forms.ModelForm, change: bool) -> None:
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        services.service_account_change(
+            actor=admin_actor(request), account=obj, description=obj.description, is_active=obj.is_active
+        )
+
+
+admin.site.unregister(ServiceAccount)
+admin.site.register(ServiceAccount, AccountsServiceAccountAdmin)
 
 
 class SignInAttemptAdmin(AccessAttemptAdmin):  # type: ignore[misc]  # axes ships no types

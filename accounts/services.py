@@ -26,9 +26,15 @@ from brain import bearer
 from builds.services import builds_hand_over
 from corpus.models import Page
 from grants.audit import audit_record
-from grants.models import Member
+from grants.models import Member, ServiceAccount
 from grants.principals import Principal
-from grants.services import member_create, refuse_losing_the_last_owner, require_administrator
+from grants.services import (
+    may_touch_ownership,
+    member_create,
+    refuse_losing_the_last_owner,
+    require_administrator,
+    service_account_update,
+)
 from memory.api import export_lines
 from memory.services import api_tokens_revoke_all, inbound_addresses_retire, personal_layer_delete
 from oauth.services import tokens_revoke_all
@@ -185,6 +191,8 @@ class Suspension:
 def _refuse_self_or_last_owner(actor: Principal, member: Member) -> None:
     if isinstance(actor, Member) and actor.pk == member.pk:
         raise ValidationError("you cannot suspend or offboard yourself; ask another administrator")
+    if member.role == Member.Role.OWNER and not may_touch_ownership(actor):
+        raise ValidationError("only an owner can suspend or offboard an owner")
     refuse_losing_the_last_owner(member)  # locks the owners inside the caller's transaction
 
 
@@ -253,6 +261,22 @@ def member_reactivate(*, actor: Principal, member: Member) -> Member:
     return locked
 
 
+def service_account_change(
+    *, actor: Principal, account: ServiceAccount, description: str, is_active: bool
+) -> ServiceAccount:
+    """Change a service account (``grants.services.service_account_update``); deactivating it
+    also revokes its question credentials, so reactivating it brings none of them back — as
+    for a suspended member. Its mirrors pause while it is inactive (``mirror.services``)."""
+    with transaction.atomic():
+        was_active = ServiceAccount.objects.select_for_update().get(pk=account.pk).is_active
+        changed = service_account_update(actor=actor, account=account, description=description, is_active=is_active)
+        if was_active and not changed.is_active:
+            revoked = question_credentials_revoke_all(service_account=changed)
+            audit_record(actor=actor, action="service_account.deactivate", target_type="service_account",
+                         target=changed.name, metadata={"question_credentials": revoked})  # fmt: skip
+    return changed
+
+
 # --------------------------------------------------------------------------- offboarding
 
 
@@ -292,8 +316,12 @@ def member_offboard(
             ended = _suspend_locked(actor=actor, member=locked, reassign_to=reassign_to)
         sent_to = _send_personal_export(locked) if send_export else ""
         deleted = personal_layer_delete(member=locked)
+        # A person who left keeps no Slack account bound to their row: it would still be
+        # "linked" (and refuse a new member the same account) when they come back.
+        slack_unlinked = locked.slack_user_id is not None
         locked.offboarded_at = timezone.now()
-        locked.save(update_fields=["offboarded_at"])
+        locked.slack_user_id = None
+        locked.save(update_fields=["offboarded_at", "slack_user_id"])
         owned = owned_page_paths(locked)
         audit_record(
             actor=actor,
@@ -301,7 +329,7 @@ def member_offboard(
             target_type="member",
             target=locked.username,
             metadata={"memories_deleted": deleted, "export_sent": bool(sent_to), "owned_pages": len(owned),
-                      **ended.as_metadata()},
+                      "slack_unlinked": slack_unlinked, **ended.as_metadata()},
         )  # fmt: skip
     return Offboarding(memories_deleted=deleted, export_sent_to=sent_to, owned_pages=owned, suspension=ended)
 

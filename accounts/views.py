@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.views import LoginView, PasswordChangeView
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
@@ -88,12 +89,23 @@ def security(request: HttpRequest) -> HttpResponse:
             entry = SignedInSession.objects.filter(user=user, public_id=_uuid(request.POST["end"])).first()
             if entry is None:
                 raise Http404("no such session")
-            end_session(entry)
+            with transaction.atomic():
+                end_session(entry)
+                audit_record(
+                    actor=member,
+                    action="session.end",
+                    target_type="user",
+                    target=user.get_username(),
+                    metadata={"session": str(entry.public_id), "own": entry.session_id == current},
+                )
             if entry.session_id == current:
                 return redirect(settings.LOGIN_URL)
             messages.success(request, "Signed out of that session.")
         elif "end_others" in request.POST:
-            ended = end_all_sessions(user, keep=current)
+            with transaction.atomic():
+                ended = end_all_sessions(user, keep=current)
+                audit_record(actor=member, action="session.end_others", target_type="user",
+                             target=user.get_username(), metadata={"sessions": ended})  # fmt: skip
             messages.success(request, f"Signed out of {ended} other session(s).")
         elif "revoke_token" in request.POST and member is not None:
             try:

@@ -95,11 +95,18 @@ def question_credential_resolve(raw: str) -> Caller | None:
     return Caller(principal=owner, kind=callers.QUESTION) if owner is not None else None
 
 
-def question_credentials_revoke_all(*, member: Member) -> int:
-    """Revoke every live question credential held by ``member`` (suspension); returns how many.
+def question_credentials_revoke_all(
+    *, member: Member | None = None, service_account: ServiceAccount | None = None
+) -> int:
+    """Revoke every live question credential held by ``member`` or ``service_account``
+    (suspension, deactivation); returns how many.
 
     Runs inside the caller's transaction; the caller (``accounts.services``) audits.
     """
     from answers.models import QuestionCredential
 
-    return QuestionCredential.objects.filter(member=member, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    if (member is None) == (service_account is None):
+        raise ValueError("name exactly one holder: a member or a service account")
+    held = QuestionCredential.objects.filter(revoked_at__isnull=True)
+    held = held.filter(member=member) if member is not None else held.filter(service_account=service_account)
+    return held.update(revoked_at=timezone.now())

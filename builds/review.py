@@ -250,13 +250,16 @@ def build_approvers(*, build: Build, requester: Member) -> Approvers:
         live = readable_live.get(change.path)
         if live is not None:
             narrow(live.path, live.category, live.sensitivity)
-            if live.change_policy == "owner":
+            if live.change_policy == "owner" and live.owner.binds_as_owner:
                 owners.add(live.owner.username)
         if change.revision is not None:
             document = document_from_revision(change.revision)
             narrow(document.path, document.category, document.sensitivity)
             existing = readable_live.get(document.path)
-            if document.change_policy == "owner" or (existing is not None and existing.change_policy == "owner"):
+            owner_rule = document.change_policy == "owner" or (
+                existing is not None and existing.change_policy == "owner"
+            )
+            if owner_rule and (existing is None or existing.owner.binds_as_owner):
                 owners.add(existing.owner.username if existing is not None else document.owner)
     for recorded in parts.captures:
         source = recorded.source
@@ -264,7 +267,7 @@ def build_approvers(*, build: Build, requester: Member) -> Approvers:
     for figure_draft in parts.figures:
         page = figure_draft.draft.page
         narrow(page.path, page.category, page.sensitivity)
-        if page.change_policy == "owner":
+        if page.change_policy == "owner" and page.owner.binds_as_owner:
             owners.add(page.owner.username)
     if not candidates or len(owners) > 1:  # two different owners can never both be the approver
         return Approvers([], 0)

@@ -169,7 +169,11 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
         elif not system and not (  # may_approve_live_page, on the weighed row
             best is not None
             and best >= Permission.APPROVE
-            and (page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id))
+            and (
+                page.change_policy != "owner"
+                or not page.owner.binds_as_owner
+                or (isinstance(approver, Member) and approver.pk == page.owner_id)
+            )
         ):
             blockers.append(f"{page.path}: you may not approve figure {recorded.draft.key} on this page")
     blockers.extend(_change_blockers(approver, build, hidden=hidden, already=blockers))
@@ -326,7 +330,9 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
         may = approves(document.path, document.category, document.sensitivity) and (
             existing is None or approves(existing.path, existing.category, existing.sensitivity)
         )
-        owner_rule = document.change_policy == "owner" or (existing is not None and existing.change_policy == "owner")
+        owner_rule = (
+            document.change_policy == "owner" or (existing is not None and existing.change_policy == "owner")
+        ) and (existing is None or existing.owner.binds_as_owner)
         owner = existing.owner.username if existing is not None else document.owner
         if may and owner_rule and not system and not (isinstance(approver, Member) and approver.username == owner):
             may = False
@@ -439,7 +445,8 @@ def builds_approvable_by(principal: Principal | None, builds: list[Build], *, on
     """
     if principal is None or not builds:
         return set()
-    sql = """SELECT c.build_id, 'change', r.path, r.frontmatter->>'category', r.frontmatter->>'sensitivity',
+    user_table = get_user_model()._meta.db_table
+    sql = f"""SELECT c.build_id, 'change', r.path, r.frontmatter->>'category', r.frontmatter->>'sensitivity',
                     p.path, p.category, p.sensitivity, NULL::varchar, NULL::bigint, NULL::bigint
                FROM builds_buildchange c
                JOIN corpus_revision r ON r.id = c.revision_id
@@ -452,10 +459,15 @@ def builds_approvable_by(principal: Principal | None, builds: list[Build], *, on
               WHERE bc.build_id = ANY(%s)
              UNION ALL
              SELECT bf.build_id, 'figure', p.path, p.category, NULL, NULL, NULL, p.sensitivity,
-                    p.change_policy, p.owner_id::bigint, p.current_revision_id::bigint
+                    p.change_policy,
+                    -- the owner only while the owner rule binds them (Member.binds_as_owner)
+                    CASE WHEN om.is_active AND ou.is_active THEN p.owner_id::bigint END,
+                    p.current_revision_id::bigint
                FROM builds_buildfigure bf
                JOIN corpus_figure f ON f.id = bf.figure_id
                JOIN corpus_page p ON p.id = f.page_id
+               JOIN grants_member om ON om.id = p.owner_id
+               JOIN {user_table} ou ON ou.id = om.user_id
               WHERE bf.build_id = ANY(%s)"""
     if one_build_page:
         rows = _approval_rows_of(builds[0])  # one build's page: from the parts its other selectors read
@@ -498,6 +510,7 @@ def builds_approvable_by(principal: Principal | None, builds: list[Build], *, on
             owner_ok = (
                 isinstance(principal, SystemPrincipal)
                 or policy != "owner"
+                or owner is None  # the owner no longer binds (Member.binds_as_owner)
                 or (isinstance(principal, Member) and principal.pk == owner)
             )
             claims.append((build_id, [described(path, category, sensitivity)], owner_ok and live is not None))
@@ -535,7 +548,8 @@ def _approval_rows_of(build: Build) -> list[tuple[Any, ...]]:
         figure_page = recorded.draft.page
         rows.append(
             (build.pk, "figure", figure_page.path, figure_page.category, None, None, None, figure_page.sensitivity,
-             figure_page.change_policy, figure_page.owner_id, figure_page.current_revision_id)
+             figure_page.change_policy, figure_page.owner_id if figure_page.owner.binds_as_owner else None,
+             figure_page.current_revision_id)
         )  # fmt: skip
     return rows
 

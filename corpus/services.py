@@ -147,7 +147,7 @@ def approver_ok(actor: Principal | None, document: PageDocument, existing: Page 
     if isinstance(actor, SystemPrincipal):
         return True
     owner_rule = (existing is not None and existing.change_policy == "owner") or document.change_policy == "owner"
-    if owner_rule:
+    if owner_rule and (existing is None or existing.owner.binds_as_owner):
         owner = existing.owner.username if existing is not None else document.owner
         return isinstance(actor, Member) and actor.username == owner
     return True

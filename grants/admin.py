@@ -15,6 +15,7 @@ from django.contrib.admin.utils import unquote
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.forms import UserChangeForm as DjangoUserChangeForm
 from django.contrib.auth.models import Group as DjangoGroup
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -59,14 +60,11 @@ def _audit_delete(request: HttpRequest, obj: Any) -> None:
                  target_type=str(meta.model_name), target=str(obj)[:200], metadata={"id": str(obj.pk)})  # fmt: skip
 
 
-class AdministratorOnly:
-    """Only owners/admins (or superusers) see these pages; what they delete is audited.
-
-    A delete in the admin (one object or a bulk selection) writes ``<app>.<model>.delete`` naming
-    each object, in the delete's transaction: deleting a group or a service account also took
-    its grants with it, with no record. Admins whose deletes go through a service that audits
-    (grants) override both methods.
-    """
+class AuditedDeletes:
+    """A delete in the admin (one object or a bulk selection) writes ``<app>.<model>.delete``
+    naming each object, in the delete's transaction: deleting a group or a service account also
+    took its grants with it, with no record. Admins whose deletes go through a service that
+    audits (grants) override both methods."""
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         with transaction.atomic():
@@ -78,6 +76,10 @@ class AdministratorOnly:
             for obj in queryset:
                 _audit_delete(request, obj)
             super().delete_queryset(request, queryset)  # type: ignore[misc]
+
+
+class AdministratorOnly(AuditedDeletes):
+    """Only owners/admins (or superusers) see these pages; what they delete is audited."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         member = principal_for_user(request.user)
@@ -112,6 +114,11 @@ class ExplainForm(forms.Form):
             raise ValidationError(f"not a page path: {exc.message}") from None
 
 
+SLACK_LINKED_BY_THE_PERSON = (
+    "A Slack account is linked by its own person, with /brain link in Slack; here a link can only be removed."
+)
+
+
 class MemberForm(forms.ModelForm):
     """Add or change a member; on add, the login is validated here so a bad submit is a form error.
 
@@ -135,6 +142,10 @@ class MemberForm(forms.ModelForm):
     class Meta:
         model = Member
         fields = ["role", "is_active", "slack_user_id"]
+        help_texts = {
+            "slack_user_id": "Linked by the person with /brain link in Slack. Clear it to remove the link; "
+            "it cannot be set here."
+        }
 
     def clean_username(self) -> str:
         username = str(self.cleaned_data.get("username") or "").strip()
@@ -150,10 +161,18 @@ class MemberForm(forms.ModelForm):
             raise ValidationError(f"A user named {username!r} already exists.")
         return username
 
+    def clean_email(self) -> str:
+        email = str(self.cleaned_data.get("email") or "").strip()
+        if self.instance.pk is None and email and services.email_in_use(email):
+            raise ValidationError("Another member already uses this email address.")
+        return email
+
     def clean_slack_user_id(self) -> str | None:
+        """Only removing a link: a Slack account is linked by its own person (``/brain link``),
+        or an administrator could make Slack commands act as any member."""
         slack_user_id = str(self.cleaned_data.get("slack_user_id") or "").strip() or None
-        if slack_user_id and Member.objects.filter(slack_user_id=slack_user_id).exclude(pk=self.instance.pk).exists():
-            raise ValidationError("Another member is already linked to this Slack user id.")
+        if slack_user_id is not None and slack_user_id != self.instance.slack_user_id:
+            raise ValidationError(SLACK_LINKED_BY_THE_PERSON)
         return slack_user_id
 
     # Who is submitting (set by ``MemberAdmin.get_form``): the role rules depend on it.
@@ -202,7 +221,7 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
         if obj is None:
-            return ["username", "email", "password", "role", "slack_user_id"]
+            return ["username", "email", "password", "role"]
         return ["role", "is_active", "slack_user_id", "grants_held", "explain"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Member | None = None) -> Any:
@@ -279,7 +298,6 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
             email=data.get("email") or "",
             role=data["role"],
             password=data.get("password") or None,
-            slack_user_id=data.get("slack_user_id"),
         )
         # The admin goes on with ``obj`` (log entry, redirect): make it the row the service created.
         obj.pk = created.pk
@@ -464,8 +482,20 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
 # --------------------------------------------------------------------------- Django users
 
 
-class UserAdmin(DjangoUserAdmin):
-    """Django's user admin, with one addition: setting someone's password is audited and they are told.
+class UserChangeForm(DjangoUserChangeForm):
+    def clean_email(self) -> str:
+        """One address, one person: single sign-on matches a member by email, so a second
+        holder would re-point the first one's sign-in (or lock both out)."""
+        email = str(self.cleaned_data.get("email") or "").strip()
+        if email and services.email_in_use(email, besides=self.instance):
+            raise ValidationError("Another user already uses this email address.")
+        return email
+
+
+class UserAdmin(AuditedDeletes, DjangoUserAdmin):
+    """Django's user admin, audited: every add, change and delete of a login writes an audit
+    event naming who did it and which fields changed (never their values); setting someone's
+    password also tells the person.
 
     A superuser can set any user's password here — the trust boundary of a self-hosted
     deployment (docs/security.md). It cannot be done silently: the change writes an audit
@@ -473,6 +503,7 @@ class UserAdmin(DjangoUserAdmin):
     an administrator (Django's mail backend; the console in development).
     """
 
+    form = UserChangeForm
     list_display = ["username", "email", "is_staff", "is_active", "member_row"]
     list_select_related = ["member"]
 
@@ -509,6 +540,13 @@ class UserAdmin(DjangoUserAdmin):
         if obj is not None:
             fieldsets.insert(1, ("Brain", {"fields": ["member_row"]}))
         return fieldsets
+
+    def save_model(self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool) -> None:
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            audit_record(actor=admin_actor(request), action="user.change" if change else "user.create",
+                         target_type="user", target=str(obj.get_username()),
+                         metadata={"fields": sorted(form.changed_data)})  # fmt: skip
 
     def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
         response = super().user_change_password(request, id, form_url)

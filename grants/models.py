@@ -94,6 +94,14 @@ class Member(models.Model):
         return f"{self.username} (former member)" if self.offboarded_at else self.username
 
     @property
+    def binds_as_owner(self) -> bool:
+        """Whether the ``owner`` change policy still makes this member a page's only approver.
+
+        Only while they are an active member: a page whose owner was suspended or has left
+        falls back to its approve holders, or it could never be changed or handed on."""
+        return self.is_active and bool(self.user.is_active)
+
+    @property
     def is_administrator(self) -> bool:
         return self.is_active and self.role in (self.Role.OWNER, self.Role.ADMIN)
 

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from axes.utils import reset as axes_reset
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -34,6 +34,32 @@ def require_administrator(actor: Principal | None) -> None:
     raise PermissionDenied("only an owner or admin may administer members and grants")
 
 
+def email_in_use(email: str, *, besides: Any = None) -> bool:
+    """Whether a user other than ``besides`` holds ``email`` (case-insensitively).
+
+    A member who has left (offboarded) no longer holds it: single sign-on matches active
+    members only, and a person who comes back is added again with their own address.
+    """
+    users = get_user_model().objects.filter(email__iexact=email.strip()).exclude(member__offboarded_at__isnull=False)
+    if besides is not None:
+        users = users.exclude(pk=besides.pk)
+    return bool(users.exists())
+
+
+def _serialise_claims(*names: str) -> None:
+    """Hold a transaction lock on each name (case-folded) until the caller commits.
+
+    Usernames and addresses are unique case-insensitively, which no index of Django's user
+    table says; two requests adding "Carol" and "carol" at once would both pass a check that
+    reads before either writes. The second now waits, then sees the first's row.
+    """
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for name in sorted({name.casefold() for name in names if name}):
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('member-claim:' || %s))", [name])
+
+
 def member_create(
     *,
     actor: Principal,
@@ -51,23 +77,34 @@ def member_create(
     if refusals:
         raise ValidationError(refusals)
     User = get_user_model()
+    slack_user_id = (slack_user_id or "").strip() or None
     with transaction.atomic():
+        _serialise_claims(f"user:{username}", f"email:{email.strip()}" if email else "")
         # Case-insensitively: "Bob" beside "bob" is one person to everyone reading a name, and
         # two members sharing an address both lose single sign-on (it matches by email).
         if User.objects.filter(username__iexact=username).exists():
             raise ValidationError({"username": f"a user named {username!r} already exists"})
-        if email and User.objects.filter(email__iexact=email.strip()).exists():
+        if email and email_in_use(email):
             raise ValidationError({"email": "another member already uses this email address"})
         user = User(username=username, email=email)
         user.full_clean(exclude=["password"])
         if password:
+            try:
+                password_validation.validate_password(password, user=user)
+            except ValidationError as error:
+                raise ValidationError({"password": error.messages}) from None
             user.set_password(password)
         else:
             user.set_unusable_password()
+        member = Member(user=user, role=role, slack_user_id=slack_user_id)
+        member.full_clean(exclude=["user"], validate_unique=False)
+        if slack_user_id and Member.objects.filter(slack_user_id=slack_user_id).exists():
+            raise ValidationError({"slack_user_id": "another member is already linked to this Slack user id"})
         # Staff status lets owners/admins into the Django admin; it is not content access.
         user.is_staff = role in (Member.Role.OWNER, Member.Role.ADMIN)  # type: ignore[attr-defined]
         user.save()
-        member = Member.objects.create(user=user, role=role, slack_user_id=slack_user_id or None)
+        member.user = user
+        member.save()
         audit_record(
             actor=actor, action="member.create", target_type="member", target=username, metadata={"role": role}
         )
@@ -87,7 +124,7 @@ def member_ensure(*, actor: Principal, user: Any, role: str = Member.Role.MEMBER
 ONLY_OWNERS_MAKE_OWNERS = "only an owner can make someone an owner or take the role away"
 
 
-def _may_touch_ownership(actor: Principal) -> bool:
+def may_touch_ownership(actor: Principal) -> bool:
     """Owners (and the system) give and take the owner role; an admin raising someone above
     their own role — a confederate who then raises them — would make the role meaningless."""
     return isinstance(actor, SystemPrincipal) or (isinstance(actor, Member) and actor.role == Member.Role.OWNER)
@@ -112,7 +149,7 @@ def refuse_losing_the_last_owner(member: Member) -> None:
 
 def member_create_refusals(actor: Principal, *, role: str) -> dict[str, str]:
     """Why ``actor`` may not add a member with ``role`` (field → reason); empty when nothing stops it."""
-    return {"role": ONLY_OWNERS_MAKE_OWNERS} if role == Member.Role.OWNER and not _may_touch_ownership(actor) else {}
+    return {"role": ONLY_OWNERS_MAKE_OWNERS} if role == Member.Role.OWNER and not may_touch_ownership(actor) else {}
 
 
 def member_change_refusals(actor: Principal, member: Member, *, role: str, is_active: bool) -> dict[str, str]:
@@ -128,8 +165,11 @@ def member_change_refusals(actor: Principal, member: Member, *, role: str, is_ac
     if isinstance(actor, Member) and actor.pk == member.pk:
         refusals[field] = "you cannot change your own role or deactivate yourself; ask another administrator"
         return refusals
-    if role_changes and Member.Role.OWNER in (member.role, role) and not _may_touch_ownership(actor):
+    if role_changes and Member.Role.OWNER in (member.role, role) and not may_touch_ownership(actor):
         refusals["role"] = ONLY_OWNERS_MAKE_OWNERS
+        return refusals
+    if deactivates and member.role == Member.Role.OWNER and not may_touch_ownership(actor):
+        refusals["is_active"] = "only an owner can deactivate an owner"
         return refusals
     if member.role == Member.Role.OWNER and (deactivates or role != Member.Role.OWNER):
         try:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from brain import bearer, callers
 from brain.callers import Caller
 from brain.text.secrets import NulRefused, SecretRefused, refuse
+from grants.audit import audit_record
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.services import _require_member
@@ -38,9 +40,12 @@ def api_token_issue(*, actor: Member, name: str, scopes: list[str] | None = None
     if unknown or not chosen:
         raise MemoryInvalid(f"scopes must be some of {', '.join(PERSONAL_TOKEN_SCOPES)}")
     token = bearer.mint(TOKEN_PREFIX)
-    row = MemoryApiToken.objects.create(
-        member=actor, name=label, token_hash=token.digest, prefix=token.shown, scopes=chosen
-    )
+    with transaction.atomic():
+        row = MemoryApiToken.objects.create(
+            member=actor, name=label, token_hash=token.digest, prefix=token.shown, scopes=chosen
+        )
+        audit_record(actor=actor, action="personal_token.issue", target_type="personal_token", target=str(row.pk),
+                     metadata={"name": label, "prefix": token.shown, "scopes": chosen})  # fmt: skip
     return row, token.raw
 
 
@@ -48,11 +53,13 @@ def api_token_revoke(*, actor: Member, token_id: int) -> None:
     """Revoke one of ``actor``'s tokens; another member's token is ``DoesNotExist``, like a missing one."""
     from memory.models import MemoryApiToken
 
-    updated = MemoryApiToken.objects.filter(pk=token_id, member=actor, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
-    if not updated:
-        raise MemoryApiToken.DoesNotExist("no such token")
+    with transaction.atomic():
+        updated = MemoryApiToken.objects.filter(pk=token_id, member=actor, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if not updated:
+            raise MemoryApiToken.DoesNotExist("no such token")
+        audit_record(actor=actor, action="personal_token.revoke", target_type="personal_token", target=str(token_id))
 
 
 def api_token_resolve(raw: str) -> Caller | None:

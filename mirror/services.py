@@ -118,6 +118,12 @@ def mirror_run(*, mirror_id: int) -> Outcome:
         mirror = Mirror.objects.select_for_update().select_related("service_account").get(pk=mirror_id)
         if not mirror.enabled:
             return Outcome(mirror.state, detail="disabled")
+        if not mirror.service_account.is_active:
+            # It reads nothing while inactive: a run would push a tree emptied of every page.
+            mirror.last_error = f"paused: its service account {mirror.service_account.name} is deactivated"
+            mirror.checked_at = timezone.now()
+            mirror.save(update_fields=["last_error", "checked_at"])
+            return Outcome(mirror.state, detail=mirror.last_error)
         try:
             outcome = _run(mirror)
         except PushRejected as exc:

@@ -87,7 +87,7 @@ class BrainTestCase(TestCase):
         cls.alice = member_create(actor=SYSTEM, username="alice", email="alice@example.com", password="pw-alice-123")
         cls.bob = member_create(actor=SYSTEM, username="bob", email="bob@example.com", password="pw-bob-12345")
         cls.charlie = member_create(
-            actor=SYSTEM, username="charlie", email="charlie@example.com", role="admin", password="pw-charlie-1"
+            actor=SYSTEM, username="charlie", email="charlie@example.com", role="admin", password="pw-charlie-1234"
         )
         grant_issue(actor=SYSTEM, member=cls.alice, path="topics/", permission="read")
         grant_issue(actor=SYSTEM, member=cls.alice, path="topics/pricing/", permission="approve")

@@ -171,8 +171,10 @@ class SuspensionTests(BrainTestCase):
         with pytest.raises(ValidationError, match="yourself"):
             member_suspend(actor=self.charlie, member=self.charlie)
         owner = Member.objects.create(user=type(self.bob.user).objects.create(username="olga"), role="owner")
-        with pytest.raises(ValidationError, match="last active owner"):
+        with pytest.raises(ValidationError, match="only an owner can suspend or offboard an owner"):
             member_suspend(actor=self.charlie, member=owner)
+        with pytest.raises(ValidationError, match="last active owner"):
+            member_suspend(actor=SYSTEM, member=owner)
 
     def test_a_plain_member_cannot_suspend_anyone(self) -> None:
         with pytest.raises(PermissionDenied):

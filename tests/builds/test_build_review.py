@@ -113,6 +113,27 @@ class BuildTests(BrainTestCase):
             "topics/pricing/owned.md: only its owner (alice) may approve it (change policy 'owner')"
         ]
 
+    def test_an_owner_who_left_no_longer_binds_their_pages(self) -> None:
+        """A page with change policy 'owner' whose owner was offboarded could never be changed
+        or handed on: only they could approve it. It now falls back to its approve holders."""
+        from accounts.services import member_offboard
+        from builds.review import build_approvers
+        from builds.selectors import build_list_awaiting_review
+
+        publish("topics/pricing/owned.md", owner="bob", change_policy="owner", title="Owned")
+        build = build_submit(actor=self.alice, build=self.draft("topics/pricing/owned.md", owner="alice"))
+        assert build_promotion_blockers(build=build, approver=self.victor) == [
+            "topics/pricing/owned.md: only its owner (bob) may approve it (change policy 'owner')"
+        ]
+        assert build_approvers(build=build, requester=self.alice).names == []
+        member_offboard(actor=SYSTEM, member=self.bob, send_export=False)
+        build = Build.objects.get(pk=build.pk)
+        assert build_promotion_blockers(build=build, approver=self.victor) == []
+        assert "victor" in build_approvers(build=build, requester=self.alice).names
+        assert build.pk in [b.pk for b in build_list_awaiting_review(principal=self.victor)]
+        build_promote(actor=self.victor, build=build)
+        assert Page.objects.get(path="topics/pricing/owned.md").owner.username == "alice"
+
     def test_restricted_page_needs_a_grant_naming_it(self) -> None:
         publish(DISCOUNT_POLICY, category="pricing", sensitivity="restricted")
         dana = member_create(actor=SYSTEM, username="dana")

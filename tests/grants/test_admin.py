@@ -112,12 +112,6 @@ class MemberAddTests(BrainTestCase):
         assert "too similar" in response.content.decode() or "too short" in response.content.decode()
         assert not Member.objects.filter(user__username="dora").exists()
 
-    def test_taken_slack_id_is_a_form_error(self) -> None:
-        member_update(actor=SYSTEM, member=self.bob, role="member", is_active=True, slack_user_id="U123")
-        response = self.post(username="dora", slack_user_id="U123")
-        assert response.status_code == 200
-        assert "Slack" in response.content.decode()
-
     def test_valid_member_is_created_through_the_service_and_audited(self) -> None:
         response = self.post(username="dora", email="dora@example.org", password="a long passphrase 42", role="admin")
         assert response.status_code == 302, response.content.decode()[:2000]

@@ -119,6 +119,24 @@ class LocalBareRepositoryTests(MirrorTestCase):
         assert again.commit == ""
         assert len(commits(f"file://{self.remote}")) == 1
 
+    def test_a_deactivated_service_account_pauses_its_mirror_instead_of_emptying_it(self) -> None:
+        """Its account reading nothing, the next run pushed a tree of README.md and figures.yml."""
+        from accounts.services import service_account_change
+
+        mirror = self.make_mirror()
+        first = mirror_run(mirror_id=mirror.pk).commit
+        service_account_change(actor=SYSTEM, account=self.service, description="", is_active=False)
+        outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.commit == ""
+        assert "paused" in outcome.detail
+        assert "deactivated" in outcome.detail
+        assert commits(f"file://{self.remote}") == [first]
+        service_account_change(actor=SYSTEM, account=self.service, description="", is_active=True)
+        mirror_run(mirror_id=mirror.pk)
+        mirror.refresh_from_db()
+        assert mirror.last_error == ""
+        self.assert_mirror_is_the_export()
+
     def test_a_promotion_makes_exactly_one_commit_naming_build_approver_and_note(self) -> None:
         mirror = self.make_mirror()
         mirror_run(mirror_id=mirror.pk)
