@@ -17,6 +17,8 @@ twin. The pairs:
   private-key blocks, 40,000 IBAN-like starts, 20,000 URLs with credentials in them (a line
   number counted from the top for each finding: 2.4 MB took 60 s); and a JSON body whose
   string never closes;
+- review and history diffs (``line_diff``): 50 line pairs of repeated words, 2,000 edited
+  paragraphs with the blank line between them (20 s and 174 s while every equal pair was searched);
 - vault imports (``read_note``, ``read_page``): an Obsidian note of 32,000 unclosed code
   fences, a Notion page of 80,000 open brackets and one whose heading is 40,000 spaces (each
   took seconds to minutes, quadratic, before the note's size was checked).
@@ -223,6 +225,23 @@ def main() -> None:
     quotes = '{"a": "' + '\\"' * 50_000 + "[" * 70
     flat = '{"a": "' + prose(rng, len(quotes) - 9) + '"}'
     pair("JSON, an unclosed string of escapes", len(quotes), lambda: parse_json(quotes), lambda: parse_json(flat))
+
+    from corpus.diffs import line_diff
+
+    # Review and history diffs: repeated words in a line pair and the blank line between every
+    # paragraph made difflib's search cubic (20 s for one line pair; 174 s for 2,000 edited
+    # paragraphs) before the most repeated elements were made junk.
+    repeated = ([("a " * 1000)[:2000]] * 50, [("a b " * 500)[:2000]] * 50)
+    sentences = [prose(rng, 2000) for _ in range(50)]
+    edited = (sentences, [line.replace(" ", " changed ", 1) for line in sentences])
+    pair("diff, 50 line pairs of repeated words", 2 * 50 * 2000,
+         lambda: line_diff(*repeated), lambda: line_diff(*edited))  # fmt: skip
+    paragraphs = [prose(rng, 60) for _ in range(2000)]
+    spaced_old = [line for paragraph in paragraphs for line in (paragraph, "")]
+    spaced_new = [line for paragraph in paragraphs for line in (paragraph + " edited", "")]
+    pair("diff, 2,000 edited paragraphs", sum(map(len, spaced_old)),
+         lambda: line_diff(spaced_old, spaced_new),
+         lambda: line_diff(paragraphs, [paragraph + " edited" for paragraph in paragraphs]))  # fmt: skip
 
     from memory.vaults.notion import read_page
     from memory.vaults.obsidian import read_note

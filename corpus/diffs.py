@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import html
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,10 +25,18 @@ WORD_DIFF_MAX_LINE_CHARS = 2_000
 CONTEXT_LINES = 3
 # Lines sharing less than this share of their words are shown as wholly replaced.
 WORD_DIFF_MIN_SIMILARITY = 0.4
+# difflib's longest-match search visits every (old, new) pair of positions holding equal
+# elements, once per level of its recursion: repeated lines (the blank line between every
+# paragraph) or repeated words made that quadratic per level — a review of 2,000 edited
+# paragraphs took 174 s, one hostile 2,000-character line pair 20 s. Past these many pairs the
+# most repeated elements are junk (they never start a match, only extend one; see _matcher).
+LINE_PAIR_BUDGET = 20_000
+WORD_PAIR_BUDGET = 4_000
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 
 Kind = Literal["context", "add", "del", "gap"]
+Opcode = tuple[str, int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -57,11 +67,30 @@ class Diff:
         return render_diff_html(self)
 
 
+def _matcher(old: Sequence[str], new: Sequence[str], budget: int) -> difflib.SequenceMatcher[str]:
+    """A matcher of ``old`` against ``new`` whose search costs at most ``budget`` equal pairs a level.
+
+    Elements are made junk, most-paired first, until the pairs of the rest fit: a junk element
+    never anchors a match but still joins the matches beside it, so blank lines between edited
+    paragraphs read as unchanged where they sit next to unchanged text.
+    """
+    in_new = Counter(new)
+    pairs = {element: count * in_new[element] for element, count in Counter(old).items() if element in in_new}
+    total = sum(pairs.values())
+    junk: set[str] = set()
+    for element, count in sorted(pairs.items(), key=lambda item: (-item[1], item[0])):
+        if total <= budget:
+            break
+        junk.add(element)
+        total -= count
+    return difflib.SequenceMatcher(junk.__contains__ if junk else None, old, new, autojunk=False)
+
+
 def _word_pair(old: str, new: str) -> tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]]:
     if len(old) > WORD_DIFF_MAX_LINE_CHARS or len(new) > WORD_DIFF_MAX_LINE_CHARS:
         return ((old, True),), ((new, True),)
     old_words, new_words = _WORDS.findall(old), _WORDS.findall(new)
-    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+    matcher = _matcher(old_words, new_words, WORD_PAIR_BUDGET)
     if matcher.ratio() < WORD_DIFF_MIN_SIMILARITY:  # a rewritten line reads better whole than as confetti
         return ((old, True),), ((new, True),)
     old_segments: list[tuple[str, bool]] = []
@@ -80,45 +109,64 @@ def line_diff(old: list[str], new: list[str], *, context: int = CONTEXT_LINES) -
     A new text (``old`` empty) is one block of added lines; identical texts give no rows.
     """
     diff = Diff()
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    matcher = _matcher(old, new, LINE_PAIR_BUDGET)
     previous_end = 0
     for group in matcher.get_grouped_opcodes(context):
         first_old = group[0][1]
         if first_old > previous_end:
             diff.lines.append(DiffLine("gap", None, None, skipped=first_old - previous_end))
         for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                for offset in range(i2 - i1):
-                    diff.lines.append(
-                        DiffLine("context", i1 + offset + 1, j1 + offset + 1, ((old[i1 + offset], False),))
-                    )
-                continue
-            removed, added = old[i1:i2], new[j1:j2]
-            diff.removed += len(removed)
-            diff.added += len(added)
-            word_level = tag == "replace" and max(len(removed), len(added)) <= WORD_DIFF_MAX_BLOCK_LINES
-            removed_rows: list[DiffLine] = []
-            added_rows: list[DiffLine] = []
-            for index in range(max(len(removed), len(added))):
-                old_line = removed[index] if index < len(removed) else None
-                new_line = added[index] if index < len(added) else None
-                if word_level and old_line is not None and new_line is not None:
-                    old_segments, new_segments = _word_pair(old_line, new_line)
-                else:
-                    # A line with no counterpart is marked by its row's colour alone: highlighting
-                    # every word of a new page would only add noise.
-                    old_segments = ((old_line, False),) if old_line is not None else ()
-                    new_segments = ((new_line, False),) if new_line is not None else ()
-                if old_line is not None:
-                    removed_rows.append(DiffLine("del", i1 + index + 1, None, old_segments))
-                if new_line is not None:
-                    added_rows.append(DiffLine("add", None, j1 + index + 1, new_segments))
-            diff.lines.extend(removed_rows)
-            diff.lines.extend(added_rows)
+            for part in _refined(tag, old, new, i1, i2, j1, j2):
+                _append_rows(diff, old, new, *part)
         previous_end = group[-1][2]
     if diff.lines and previous_end < len(old):
         diff.lines.append(DiffLine("gap", None, None, skipped=len(old) - previous_end))
     return diff
+
+
+def _refined(tag: str, old: Sequence[str], new: Sequence[str], i1: int, i2: int, j1: int, j2: int) -> list[Opcode]:
+    """``tag``'s block, a replaced one matched again on its own when that is cheap.
+
+    Lines made junk for the whole text (``_matcher``) never anchor a match: the blank line
+    between two edited paragraphs read as removed and added. Inside one replaced block, small
+    enough to match exactly, it is unchanged again.
+    """
+    if tag != "replace" or (i2 - i1) * (j2 - j1) > LINE_PAIR_BUDGET:
+        return [(tag, i1, i2, j1, j2)]
+    inner = difflib.SequenceMatcher(None, old[i1:i2], new[j1:j2], autojunk=False).get_opcodes()
+    return [(t, i1 + a1, i1 + a2, j1 + b1, j1 + b2) for t, a1, a2, b1, b2 in inner]
+
+
+def _append_rows(
+    diff: Diff, old: Sequence[str], new: Sequence[str], tag: str, i1: int, i2: int, j1: int, j2: int
+) -> None:
+    """The rows of one opcode: context lines, or removed then added lines (word-level when paired)."""
+    if tag == "equal":
+        for offset in range(i2 - i1):
+            diff.lines.append(DiffLine("context", i1 + offset + 1, j1 + offset + 1, ((old[i1 + offset], False),)))
+        return
+    removed, added = old[i1:i2], new[j1:j2]
+    diff.removed += len(removed)
+    diff.added += len(added)
+    word_level = tag == "replace" and max(len(removed), len(added)) <= WORD_DIFF_MAX_BLOCK_LINES
+    removed_rows: list[DiffLine] = []
+    added_rows: list[DiffLine] = []
+    for index in range(max(len(removed), len(added))):
+        old_line = removed[index] if index < len(removed) else None
+        new_line = added[index] if index < len(added) else None
+        if word_level and old_line is not None and new_line is not None:
+            old_segments, new_segments = _word_pair(old_line, new_line)
+        else:
+            # A line with no counterpart is marked by its row's colour alone: highlighting
+            # every word of a new page would only add noise.
+            old_segments = ((old_line, False),) if old_line is not None else ()
+            new_segments = ((new_line, False),) if new_line is not None else ()
+        if old_line is not None:
+            removed_rows.append(DiffLine("del", i1 + index + 1, None, old_segments))
+        if new_line is not None:
+            added_rows.append(DiffLine("add", None, j1 + index + 1, new_segments))
+    diff.lines.extend(removed_rows)
+    diff.lines.extend(added_rows)
 
 
 _SIGN = {"context": " ", "add": "+", "del": "−"}

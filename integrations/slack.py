@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import re
 import secrets
 from typing import Any
 
@@ -72,6 +73,16 @@ def _page_url(path: str) -> str:
     return settings.BRAIN_BASE_URL + reverse("corpus:page-detail", kwargs={"path": path.split("#", 1)[0]})
 
 
+_SIGNATURE_FORM = re.compile(r"v0=[0-9a-f]{64}")
+
+
+def slack_text(text: str) -> str:
+    """``text`` from a page or an answer, as Slack shows it literally: its markup is ``<…>``
+    (links, ``<!channel>`` mentions) and ``&`` entities, so a page titled
+    ``<https://evil.example|Re-link>`` would otherwise post a disguised link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 @csrf_exempt
 @require_POST
 def commands(request: HttpRequest) -> HttpResponse:
@@ -82,9 +93,10 @@ def commands(request: HttpRequest) -> HttpResponse:
     verifier = SignatureVerifier(signing_secret)
     timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
     if (not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12
-            or not request.headers.get("X-Slack-Signature")):  # fmt: skip
-        # slack-sdk's verifier raises on a non-numeric timestamp, and int() on one past 4,300
-        # digits (a 500 before any check): refuse such a request here.
+            or not _SIGNATURE_FORM.fullmatch(request.headers.get("X-Slack-Signature", ""))):  # fmt: skip
+        # slack-sdk's verifier raises on a non-numeric timestamp, int() on one past 4,300
+        # digits, and hmac.compare_digest on a non-ASCII signature (each a 500 before any
+        # check): refuse such a request here.
         return json_error("bad_signature", "The request is not signed by Slack, or it is older than five minutes.", 401)
     if not verifier.is_valid(
         body=request.body.decode("utf-8", errors="replace"),
@@ -120,7 +132,8 @@ def commands(request: HttpRequest) -> HttpResponse:
             return _ephemeral(str(exc))
         if not results:
             return _ephemeral("No pages you can read match.")
-        lines = [f"• <{_page_url(r.path)}|{r.title}> — {r.heading_path or r.path}" for r in results]
+        lines = [f"• <{_page_url(r.path)}|{slack_text(r.title)}> — {slack_text(r.heading_path or r.path)}"
+                 for r in results]  # fmt: skip
         return _ephemeral("\n".join(lines))
     try:
         with transaction.atomic():
@@ -130,7 +143,7 @@ def commands(request: HttpRequest) -> HttpResponse:
     except (ValidationError, ValueError) as exc:
         return _ephemeral(
             "That question cannot be asked: "
-            + ("; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
+            + slack_text("; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc))
         )
     return _ephemeral("Looking into it… the answer will appear here.")
 
@@ -150,12 +163,14 @@ def slack_answer(delivery_id: int) -> str:
     question_run(delivery.question_id)
     question = Question.objects.get(pk=delivery.question_id)
     if question.status == Question.Status.ANSWERED:
-        sources = " · ".join(f"<{_page_url(citation)}|{citation.split('#', 1)[0]}>" for citation in question.citations)
-        text = f"{question.answer}\n\nSources: {sources}"
+        sources = " · ".join(
+            f"<{_page_url(citation)}|{slack_text(citation.split('#', 1)[0])}>" for citation in question.citations
+        )
+        text = f"{slack_text(question.answer)}\n\nSources: {sources}"
     elif question.status in (Question.Status.QUEUED, Question.Status.RUNNING):
         return "pending"
     else:
-        text = f"No answer: {question.refusal_reason}"
+        text = f"No answer: {slack_text(question.refusal_reason)}"
     try:
         response = requests.post(delivery.response_url, json={"response_type": "ephemeral", "text": text}, timeout=10)
         response.raise_for_status()

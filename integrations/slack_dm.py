@@ -22,11 +22,14 @@ class SlackNotConfigured(Exception):
 
 
 def send_direct_message(member: Member, text: str) -> None:
-    """Post ``text`` to ``member`` in Slack; raises ``SlackNotConfigured`` or ``SlackApiError``."""
+    """Post ``text`` (plain: shown literally, Slack markup escaped) to ``member`` in Slack;
+    raises ``SlackNotConfigured`` or ``SlackApiError``."""
+    from integrations.slack import slack_text
+
     if not member.slack_user_id:
         raise SlackNotConfigured("the member has not linked a Slack account")
     token = secret_get(BOT_TOKEN)
     if not token:
         raise SlackNotConfigured(f"no Slack bot token stored (integration secret {BOT_TOKEN})")
     client = WebClient(token=token, base_url=settings.BRAIN_SLACK_API_URL, timeout=10)
-    client.chat_postMessage(channel=member.slack_user_id, text=text[:39_000], unfurl_links=False)
+    client.chat_postMessage(channel=member.slack_user_id, text=slack_text(text[:39_000]), unfurl_links=False)

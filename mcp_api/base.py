@@ -31,7 +31,10 @@ class Tool:
     output_model: type[Out]
     handler: Callable[[Caller, Any], Out]
     read_only: bool = True
-    rate_class: str = "read"  # read | search | ask
+    # The rate window it counts in (settings.BRAIN_MCP_RATE_LIMITS): read | search | write | ask.
+    # A tool that writes is never "read" (tests/mcp_api/test_tool_rates.py): 600 a minute let a
+    # build agent store 600 one-megabyte captures a minute.
+    rate_class: str = "read"
     kinds: frozenset[str] = frozenset({PERSON, BUILD})
     scopes: frozenset[str] = field(default_factory=lambda: frozenset({SCOPE_CORPUS_READ}))
     # The text copy in ``content``: JSON of the structured result unless the tool renders its own.

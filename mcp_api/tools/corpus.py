@@ -248,5 +248,5 @@ CORPUS_TOOLS: tuple[Tool, ...] = (
     # A write to a live capture, as REST's ``sources.write``: a person holding sources:write
     # (not a read-only token, not a build credential, whose writes wait for a review).
     Tool("tag_source", "Add or remove tags on a capture (needs suggest on it).", TagArgs, TagsOut, tag_source,
-         read_only=False, kinds=frozenset({PERSON}), scopes=frozenset({SCOPE_SOURCES_WRITE})),
+         read_only=False, kinds=frozenset({PERSON}), scopes=frozenset({SCOPE_SOURCES_WRITE}), rate_class="write"),
 )  # fmt: skip

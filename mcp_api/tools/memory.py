@@ -425,6 +425,8 @@ def _render_capsule(out: CapsuleOut) -> str:
 
 
 def _tool(name: str, description: str, args: Any, out: Any, handler: Any, render: Any, **kwargs: Any) -> Tool:
+    if kwargs.get("read_only") is False:
+        kwargs.setdefault("rate_class", "write")  # a write counts in the write window (mcp_api.base.Tool)
     return Tool(
         name, description, args, out, handler, kinds=frozenset({PERSON}), scopes=frozenset({SCOPE_MEMORY}),
         render=render, **kwargs,

@@ -106,6 +106,9 @@ class SlackTests(BrainTestCase):
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "١٢٣", "HTTP_X_SLACK_SIGNATURE": "v0=00"},  # non-ASCII digits
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": "1" * 5000, "HTTP_X_SLACK_SIGNATURE": "v0=00"},  # past int()'s digits
             {"HTTP_X_SLACK_REQUEST_TIMESTAMP": str(int(time.time()))},
+            # hmac.compare_digest raises on non-ASCII text: a 500 before any check.
+            {"HTTP_X_SLACK_REQUEST_TIMESTAMP": str(int(time.time())), "HTTP_X_SLACK_SIGNATURE": "v0=é"},
+            {"HTTP_X_SLACK_REQUEST_TIMESTAMP": str(int(time.time())), "HTTP_X_SLACK_SIGNATURE": "v0=" + "a" * 63 + "ÿ"},
         ]
         for headers in cases:
             with self.subTest(headers=headers):
@@ -114,6 +117,16 @@ class SlackTests(BrainTestCase):
                     **headers,
                 )  # fmt: skip
                 assert response.status_code == 401, response.content
+
+    def test_page_text_is_shown_literally_never_as_slack_links_or_mentions(self) -> None:
+        """A page titled ``<!channel> <https://evil.example/login|Re-link>`` was posted as written:
+        a channel-wide mention and a disguised link under Brain's name."""
+        publish("topics/zebra-plan.md", title="<!channel> <https://evil.example/login|Re-link your Slack> & more",
+                body="# Zebra plan\n\n## Plan\n\nThe zebra plan ships in May.\n")  # fmt: skip
+        text = self.post("search zebra plan").json()["text"]
+        assert "&lt;!channel&gt; &lt;https://evil.example/login|Re-link your Slack&gt; &amp; more" in text
+        assert "<!channel>" not in text
+        assert "<https://evil.example" not in text
 
     def test_a_good_request_is_acknowledged_then_answered_at_the_response_url(self) -> None:
         slack = FakeSlack()
