@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
@@ -32,6 +33,12 @@ class Command(BaseCommand):
                 state = "active" if member.is_active else "inactive"
                 self.stdout.write(f"{member.username}\t{member.role}\t{state}")
             return
+        if options["password"]:
+            candidate = get_user_model()(username=options["username"], email=options["email"] or "")
+            try:
+                password_validation.validate_password(options["password"], user=candidate)
+            except ValidationError as exc:
+                raise CommandError("password: " + " ".join(exc.messages)) from None
         try:
             member = member_create(
                 actor=SYSTEM,
