@@ -159,6 +159,7 @@ _ROUTE_BODY_LIMITS = (
     ("/api/build/mcp", 0),
     ("/api/memory/import", 5 * 1024 * 1024),
     ("/api/v1/memories/import", 5 * 1024 * 1024),
+    ("/api/memory/calendar/import", 5 * 1024 * 1024),  # the ICS file is the body (memory.calendars.MAX_BYTES)
 )
 
 
@@ -170,6 +171,7 @@ UPLOAD_ROUTES = (
     "/api/v1/uploads",
     "/api/v1/builds/import",
     "/memory/import/",  # an Obsidian vault or Notion export zip (memory.vault_views)
+    "/memory/calendars/",  # an .ics file (memory.calendar_views; 5 MB checked there)
 )
 
 

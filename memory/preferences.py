@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.audit import audit_record
 from grants.models import Member
 from grants.principals import SYSTEM, Principal
@@ -51,7 +52,8 @@ def team_settings_problems(*, default_workspace: Any, default_tags: Any) -> dict
     ):
         try:
             parse(value)
-        except MemoryInvalid as error:
+        except (MemoryInvalid, SecretRefused, NulRefused) as error:
+            # A refused secret is named, never echoed (its message says what kind, not the value).
             problems[field] = str(error)
     return problems
 

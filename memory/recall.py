@@ -372,19 +372,27 @@ def memory_get(*, actor: Member, memory_id: Any) -> Memory:
     return Memory.objects.visible_to(actor).select_related("author__user").get_by_id(memory_id)
 
 
+MAX_CONNECTIONS = 100  # each way; a shared memory can gather thousands of links
+
+
 def memory_connections(*, actor: Member, memory_id: Any) -> list[tuple[str, str, Memory]]:
-    """(direction, type, other memory) for every link of a visible memory whose other end is visible."""
+    """(direction, type, other memory) for the links of a visible memory whose other end is
+    visible: the newest ``MAX_CONNECTIONS`` outgoing, then the newest ``MAX_CONNECTIONS`` incoming."""
     memory = memory_get(actor=actor, memory_id=memory_id)
     visible = Memory.objects.visible_to(actor)
-    out = [
-        ("out", link.type, link.to_memory)
-        for link in MemoryLink.objects.filter(from_memory=memory, to_memory__in=visible).select_related("to_memory")
+    outgoing = (
+        MemoryLink.objects.filter(from_memory=memory, to_memory__in=visible)
+        .select_related("to_memory__author__user")
+        .order_by("-created_at", "-pk")[:MAX_CONNECTIONS]
+    )
+    incoming = (
+        MemoryLink.objects.filter(to_memory=memory, from_memory__in=visible)
+        .select_related("from_memory__author__user")
+        .order_by("-created_at", "-pk")[:MAX_CONNECTIONS]
+    )
+    return [("out", link.type, link.to_memory) for link in outgoing] + [
+        ("in", link.type, link.from_memory) for link in incoming
     ]
-    into = [
-        ("in", link.type, link.from_memory)
-        for link in MemoryLink.objects.filter(to_memory=memory, from_memory__in=visible).select_related("from_memory")
-    ]
-    return out + into
 
 
 def memory_stats(member: Member) -> dict[str, Any]:

@@ -17,13 +17,13 @@ from typing import Any, Literal
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, TextField
+from django.db.models import Exists, F, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from brain import embeddings
-from brain.text.secrets import refuse
+from brain.text.secrets import NulRefused, SecretRefused, refuse
 from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
 from grants.audit import audit_record
@@ -144,6 +144,15 @@ def _clean_content(content: Any, *, where: str = "content") -> str:
         raise MemoryInvalid(f"{where} may be at most {MAX_CONTENT} characters")
     refuse(content, field=where)
     return content.strip()
+
+
+def _holds_secret(text: str) -> bool:
+    """Whether the secret detector refuses ``text`` (for joins a model proposes, kept apart instead)."""
+    try:
+        refuse(text, field="content")
+    except (SecretRefused, NulRefused):
+        return True
+    return False
 
 
 def duplicate_text(content: str) -> str:
@@ -547,7 +556,7 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
             # The new row is forgotten below: a memory that cannot hold both texts, a new one
             # weightier than the old, or the verdict's actor not allowed to change the old one
             # keeps both instead of losing any of it.
-            or (verdict == "merge" and len(merged) > MAX_CONTENT)
+            or (verdict == "merge" and (len(merged) > MAX_CONTENT or _holds_secret(merged)))
             or new.status == Status.CANONICAL
             or new.importance > old.importance
             or not may_change(actor, old)
@@ -563,7 +572,12 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
         else:
             old.content = new.content
             action = MemoryEvent.Action.UPDATED
-        # The new row's links move to the row that carries its text on.
+        # The new row's links move to the row that carries its text on; one the old row already
+        # has (both linked the same neighbour) is dropped, not doubled (memory_link_unique).
+        same_out = MemoryLink.objects.filter(from_memory=old, to_memory=OuterRef("to_memory"), type=OuterRef("type"))
+        same_in = MemoryLink.objects.filter(to_memory=old, from_memory=OuterRef("from_memory"), type=OuterRef("type"))
+        MemoryLink.objects.filter(from_memory=new).filter(Exists(same_out)).delete()
+        MemoryLink.objects.filter(to_memory=new).filter(Exists(same_in)).delete()
         MemoryLink.objects.filter(from_memory=new).exclude(to_memory=old).update(from_memory=old)
         MemoryLink.objects.filter(to_memory=new).exclude(from_memory=old).update(to_memory=old)
         old.tags = _with_room(list(dict.fromkeys([*old.tags, *(tag for tag in new.tags if tag != DUPLICATE_TAG)])))
@@ -586,6 +600,9 @@ def memory_append(*, actor: Member, memory_id: Any, text: str) -> Memory:
         content = f"{memory.content}\n\n[Update {timezone.now().date().isoformat()}]: {addition}"
         if len(content) > MAX_CONTENT:
             raise MemoryInvalid(f"content may be at most {MAX_CONTENT} characters (with the update)")
+        # The joined text, not only the addition: "wifi password:" then "Xk9#mP2$vL7q" is a
+        # secret neither half is (the capture of the whole is refused).
+        refuse(content, field="text")
         memory.content = content
         _reembed(memory)
         memory.save()

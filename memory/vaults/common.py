@@ -185,7 +185,10 @@ def note_problems(note: PlannedNote) -> list[str]:
 def check_plan(notes: list[PlannedNote], problems: list[str]) -> None:
     """Raise ``ImportRefused`` with ``problems`` and every note's problems, if there are any."""
     if len(notes) > MAX_NOTES:
-        problems.append(f"{len(notes):,} notes: an import takes at most {MAX_NOTES:,}; import the vault in parts")
+        # Refused whatever else is wrong: scanning every note of an oversized vault first
+        # cost minutes (the notes are not what will be fixed).
+        problems.append(f"{len(notes):,}+ notes: an import takes at most {MAX_NOTES:,}; import the vault in parts")
+        raise ImportRefused(problems)
     for note in notes:
         problems.extend(note_problems(note))
     if problems:

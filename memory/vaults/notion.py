@@ -41,7 +41,16 @@ from memory.classify import MemoryInvalid
 from memory.models import LinkType
 from memory.services import workspace_value
 from memory.vaults.archive import Budget, ZipLimits, inflate_to_file, open_zip, read_zip, select_entries
-from memory.vaults.common import ImportRefused, ImportReport, PlannedNote, Skipped, check_plan, store_plan, too_long
+from memory.vaults.common import (
+    MAX_NOTES,
+    ImportRefused,
+    ImportReport,
+    PlannedNote,
+    Skipped,
+    check_plan,
+    store_plan,
+    too_long,
+)
 
 SOURCE = "notion"
 MAX_TEXT_BYTES = 100 * 1024 * 1024
@@ -292,6 +301,8 @@ def notion_import(*, actor: Member, zip_bytes: bytes | IO[bytes], workspace: str
             planned.extend(table_rows(table, files[table.path], titles.get(table.folder, set()), report))
         except MemoryInvalid as invalid:
             problems.append(f"{table.path}: {invalid}")
+        if len(planned) > MAX_NOTES:
+            break  # refused below: the tables left would only cost time (a 226 KB zip took 16 s)
     _refuse_repeated_pages(planned, problems)
     check_plan(planned, problems)
     return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report)

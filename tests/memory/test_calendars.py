@@ -466,6 +466,11 @@ class CalendarSurfaceTests(TestCase):
         assert "not iCalendar" in malformed.json()["error"]["message"]
         assert self.client.post(url, data=realistic(), content_type="text/calendar").status_code == 401
         assert self.client.get(url, **auth).status_code == 405
+        # The documented 5 MB, not the general 2.5 MB body limit (a 3 MB calendar was a 413).
+        padded = realistic().replace(b"BEGIN:VEVENT", b"X-PAD:" + b"x" * 3_000_000 + b"\r\nBEGIN:VEVENT", 1)
+        assert self.client.post(url, data=padded, content_type="text/calendar", **auth).status_code != 413
+        big = self.client.post(url, data=b"x" * (5 * 1024 * 1024 + 1), content_type="text/calendar", **auth)
+        assert big.status_code == 413
 
 
 # --------------------------------------------------------------------------- subscriptions

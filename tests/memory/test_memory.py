@@ -221,6 +221,41 @@ class CaptureTests(MemoryTestCase):
         with pytest.raises(MemoryInvalid, match="verdict"):
             apply_duplicate_verdict(actor=self.alice, new=survivor, old=plain, verdict="maybe")
 
+    def test_a_merge_keeps_one_link_to_a_neighbour_both_memories_linked(self) -> None:
+        """Both rows linking the same memory made the move break memory_link_unique: the
+        verdict job failed and was retried, asking the model each time."""
+        from memory.models import MemoryLink
+        from memory.services import apply_duplicate_verdict, memory_link
+
+        plain = self.remember("Standups are at 9:30.")
+        neighbour = self.remember("The platform team runs the standup.")
+        merged_in = memory_remember(actor=self.alice, content="The standup is at half past nine.").memory
+        memory_link(actor=self.alice, from_id=plain.pk, to_id=neighbour.pk)
+        memory_link(actor=self.alice, from_id=merged_in.pk, to_id=neighbour.pk)
+        memory_link(actor=self.alice, from_id=neighbour.pk, to_id=plain.pk)
+        memory_link(actor=self.alice, from_id=neighbour.pk, to_id=merged_in.pk)
+        survivor = apply_duplicate_verdict(actor=self.alice, new=merged_in, old=plain, verdict="merge")
+        assert survivor.pk == plain.pk
+        assert MemoryLink.objects.filter(from_memory=plain, to_memory=neighbour).count() == 1
+        assert MemoryLink.objects.filter(from_memory=neighbour, to_memory=plain).count() == 1
+
+    def test_a_secret_never_forms_by_joining_texts(self) -> None:
+        """Appending "Xk9#mP2$vL7q" to "Office wifi password:" stored what a capture of the
+        whole refuses; a model's merge joins two texts the same way."""
+        from brain.text.secrets import SecretRefused
+        from memory.services import apply_duplicate_verdict, memory_append
+
+        head = self.remember("Office wifi password:")
+        with pytest.raises(SecretRefused):
+            memory_append(actor=self.alice, memory_id=head.pk, text="Xk9#mP2$vL7q")
+        head.refresh_from_db()
+        assert head.content == "Office wifi password:"
+        other = memory_remember(actor=self.alice, content="Xk9#mP2$vL7q is what the office wifi wants").memory
+        kept = apply_duplicate_verdict(actor=self.alice, new=other, old=head, verdict="merge")
+        head.refresh_from_db()
+        assert head.content == "Office wifi password:"
+        assert kept.pk == other.pk  # kept apart, neither lost
+
     def test_vectors_of_a_former_model_are_ignored_until_re_embedded(self) -> None:
         memory = self.remember("Backups are restored monthly as a drill.")
         Memory.objects.filter(pk=memory.pk).update(embedding_model="a-former-model")
@@ -378,3 +413,28 @@ class ParaphraseTests(MemoryTestCase):
         print(f"\nparaphrase recall@3 = {recall_at_3:.3f} ({hits}/{len(PAIRS)}); missed: {misses}")
         assert len(PAIRS) >= 30
         assert recall_at_3 >= 0.85, misses
+
+
+class ConnectionsBoundTests(MemoryTestCase):
+    def test_a_memory_with_thousands_of_links_answers_the_newest_hundred_each_way_in_few_queries(self) -> None:
+        """3,000 incoming links answered all of them, with two more queries per link (6,004)."""
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from memory.models import MemoryLink
+        from memory.recall import MAX_CONNECTIONS, memory_connections
+
+        hub = memory_remember(actor=self.alice, content="The release train leaves every Tuesday.").memory
+        Memory.objects.filter(pk=hub.pk).update(workspace="company")
+        many = Memory.objects.bulk_create(
+            [Memory(author=self.bob, workspace="company", content=f"note {n}") for n in range(150)]
+        )
+        MemoryLink.objects.bulk_create(
+            [MemoryLink(from_memory=note, to_memory=hub, type="relates_to") for note in many]
+        )
+        with CaptureQueriesContext(connection) as queries:
+            found = memory_connections(actor=self.alice, memory_id=hub.pk)
+        assert len(found) == MAX_CONNECTIONS
+        assert len(queries.captured_queries) <= 4
+        assert {direction for direction, _, _ in found} == {"in"}
+        assert all(other.author.username == "bob" for _, _, other in found)

@@ -116,5 +116,12 @@ class CaptureDefaultsTests(TestCase):
         assert "onboarding,status:canonical" in html
         assert TeamMemorySettings.objects.get().default_tags == ["kb"]
         assert AuditEvent.objects.filter(action="memory.team_settings").count() == 1
+        # A secret in a default tag: an error beside the field (a bare 400 page before), never echoed.
+        token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+        leaky = {**refused, "default_tags": f"onboarding,{token}"}
+        response = self.client.post("/admin/memory/teammemorysettings/1/change/", leaky)
+        assert response.status_code == 200
+        assert "GitHub" in response.content.decode() or "secret" in response.content.decode()
+        assert token not in response.content.decode()
         self.client.force_login(self.bob.user)
         assert self.client.get("/admin/memory/teammemorysettings/1/change/").status_code in (302, 403)
