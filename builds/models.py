@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from django.db import models
@@ -85,6 +86,9 @@ class BuildChange(models.Model):
     action = models.CharField(max_length=8, choices=Action.choices)
     revision = models.ForeignKey(Revision, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     new_path = models.CharField(max_length=255, blank=True)
+    # When the text this draft was made from was read, for a draft derived from an earlier one
+    # (a link, a section, a move of a draft); empty: its revision's own creation (``written_at``).
+    read_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -99,6 +103,14 @@ class BuildChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.path}"
+
+    @property
+    def written_at(self) -> dt.datetime:
+        """The moment a live change promoted since makes this draft stale: re-deriving a draft
+        keeps it, so a live edit it would overwrite still blocks its promotion."""
+        if self.read_at is not None:
+            return self.read_at
+        return self.revision.created_at if self.revision is not None else self.updated_at
 
 
 class BuildCredential(models.Model):

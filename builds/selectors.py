@@ -258,7 +258,7 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
         if live is not None and live.current_revision_id is None:
             live = None
         if change.action in ("delete", "move"):
-            proposed_at = change.revision.created_at if change.revision is not None else change.updated_at
+            proposed_at = change.written_at
             if live is None:
                 block(f"{change.path}: is no longer a live page")
             elif not approves_live(live):
@@ -289,7 +289,7 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
             existing is not None
             and existing.current_revision_id is None
             and change.action == "write"
-            and existing.updated_at > change.revision.created_at
+            and existing.updated_at > change.written_at
         ):
             # Retired after this draft was written (over it, or beside it): promoting would bring
             # back a page someone has just taken out, unseen.
@@ -341,7 +341,7 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
                 block(f"{target}: only its owner ({owner}) may approve it (change policy 'owner')")
             else:
                 block(f"{target}: you do not hold approve on this page")
-        if existing is not None and _promoted_after(existing, change.revision.created_at):
+        if existing is not None and _promoted_after(existing, change.written_at):
             block(f"{target}: the live page changed after this draft was written; draft it again")
     return blockers
 

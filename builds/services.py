@@ -197,11 +197,18 @@ def acting_requester(build: Build) -> Principal:
 # --------------------------------------------------------------------------- drafting
 
 
-def build_write_page(*, build: Build, path: str, markdown: str, document: PageDocument | None = None) -> BuildChange:
+def build_write_page(
+    *, build: Build, path: str, markdown: str, document: PageDocument | None = None, read_at: Any = None
+) -> BuildChange:
     """Write a draft of ``path`` on the build's branch, as its requester.
 
     Same guards as any write (path, frontmatter, references, NUL, secrets); the requester
     needs ``suggest`` on the page as it is and as it will be. Nothing becomes live.
+
+    ``read_at``: when the text this draft is made from was read, for a draft derived from an
+    earlier one (a link, a section): the change keeps that moment (``BuildChange.written_at``),
+    so a live change promoted since still blocks it ("the live page changed after this draft
+    was written") — re-deriving it must not hide a live edit it would overwrite.
     """
     with transaction.atomic():
         locked = _lock(build)
@@ -213,7 +220,9 @@ def build_write_page(*, build: Build, path: str, markdown: str, document: PageDo
             )
         revision, _ = revision_create(actor=acting_requester(locked), path=path, markdown=markdown, document=document)
         change, _ = BuildChange.objects.update_or_create(
-            build=locked, path=path, defaults={"action": BuildChange.Action.WRITE, "revision": revision, "new_path": ""}
+            build=locked,
+            path=path,
+            defaults={"action": BuildChange.Action.WRITE, "revision": revision, "new_path": "", "read_at": read_at},
         )
         audit_record(
             actor=acting_requester(locked), action="build.write_page", target_type="build",
@@ -284,10 +293,16 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
             actor=requester, path=new_path, markdown=markdown, branch_sources=branch_capture_keys(locked)
         )
         revision, _ = revision_create(actor=requester, path=new_path, markdown=markdown, document=document)
+        read_at = drafted.written_at if drafted is not None and drafted.revision is not None else None
         change, _ = BuildChange.objects.update_or_create(
             build=locked,
             path=path,
-            defaults={"action": BuildChange.Action.MOVE, "revision": revision, "new_path": new_path},
+            defaults={
+                "action": BuildChange.Action.MOVE,
+                "revision": revision,
+                "new_path": new_path,
+                "read_at": read_at,
+            },
         )
         audit_record(
             actor=requester, action="build.move_page", target_type="build", target=str(locked.public_id),
@@ -377,25 +392,26 @@ def _record_pending_figures(build: Build) -> int:
     return recorded
 
 
-def _branch_markdown(build: Build, path: str) -> tuple[dict[str, object], str]:
-    """The page as the branch sees it: its draft on this build, else the live page the requester can read."""
+def _branch_markdown(build: Build, path: str) -> tuple[dict[str, object], str, Any]:
+    """The page as the branch sees it — its draft on this build, else the live page the requester
+    can read — and when that draft's text was read (None for the live page: read now)."""
     change = (
         BuildChange.objects.filter(build=build, path=path, action=BuildChange.Action.WRITE)
         .select_related("revision")
         .first()
     )
     if change is not None and change.revision is not None:
-        return dict(change.revision.frontmatter), change.revision.body
+        return dict(change.revision.frontmatter), change.revision.body, change.written_at
     page = Page.objects.visible_to(acting_requester(build), "read").select_related("current_revision").get(path=path)
     assert page.current_revision is not None
-    return dict(page.current_revision.frontmatter), page.current_revision.body
+    return dict(page.current_revision.frontmatter), page.current_revision.body, None
 
 
 def build_link_pages(*, build: Build, path: str, target: str, link: bool = True) -> BuildChange:
     """Add (or, with ``link=False``, remove) ``target`` in the page's ``related`` list, as a new draft."""
     refuse(target, field="target")
     validate_page_path(target)
-    frontmatter, body = _branch_markdown(build, path)
+    frontmatter, body, read_at = _branch_markdown(build, path)
     existing = frontmatter.get("related") or []
     related = [str(item) for item in existing] if isinstance(existing, list) else []
     if link and target not in related:
@@ -403,7 +419,7 @@ def build_link_pages(*, build: Build, path: str, target: str, link: bool = True)
     if not link:
         related = [item for item in related if item != target]
     frontmatter["related"] = related
-    return build_write_page(build=build, path=path, markdown=_markdown_of(frontmatter, body))
+    return build_write_page(build=build, path=path, markdown=_markdown_of(frontmatter, body), read_at=read_at)
 
 
 def build_add_section(*, build: Build, path: str, heading: str, text: str, cite: str) -> BuildChange:
@@ -412,7 +428,7 @@ def build_add_section(*, build: Build, path: str, heading: str, text: str, cite:
 
     ``Page.DoesNotExist`` when the requester cannot read a page at ``path`` (as for a missing one).
     """
-    frontmatter, body = _branch_markdown(build, path)
+    frontmatter, body, read_at = _branch_markdown(build, path)
     existing = frontmatter.get("sources") or []
     sources = [str(item) for item in existing] if isinstance(existing, list) else []
     if f"capture:{cite}" not in sources:
@@ -421,7 +437,7 @@ def build_add_section(*, build: Build, path: str, heading: str, text: str, cite:
     frontmatter["as_of"] = timezone.localdate().isoformat()
     section = f"## {' '.join(heading.split())}\n\n{text.strip()}\n"
     return build_write_page(
-        build=build, path=path, markdown=_markdown_of(frontmatter, body.rstrip() + "\n\n" + section)
+        build=build, path=path, markdown=_markdown_of(frontmatter, body.rstrip() + "\n\n" + section), read_at=read_at
     )
 
 

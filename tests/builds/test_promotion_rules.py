@@ -125,6 +125,35 @@ class PromotionRuleTests(BrainTestCase):
             build_promote(actor=self.victor, build=move)
         assert "IMPORTANT" in Page.objects.get(path="topics/pricing/a.md").current_revision.body  # type: ignore[union-attr]
 
+    def test_re_deriving_a_stale_draft_does_not_hide_a_live_edit_it_would_overwrite(self) -> None:
+        """A link, an unlink (even of a page never linked), a section or a move made from a draft
+        dated it anew: the blocker cleared and promotion lost the live edit made meanwhile."""
+        from builds.services import build_link_pages
+
+        def unlink(build: Build) -> object:
+            return build_link_pages(build=build, path="topics/pricing/a.md", target="topics/pricing/c.md", link=False)
+
+        def link(build: Build) -> object:
+            return build_link_pages(build=build, path="topics/pricing/a.md", target="topics/pricing/c.md")
+
+        def move(build: Build) -> object:
+            return build_move_page(build=build, path="topics/pricing/a.md", new_path="topics/pricing/moved.md")
+
+        for name, rederive in (("unlink", unlink), ("link", link), ("move", move)):
+            with self.subTest(name):
+                draft = build_open(actor=self.alice, title=f"Draft A ({name})")
+                build_write_page(build=draft, path="topics/pricing/a.md",
+                                 markdown=page_markdown(title="A", body="# A\n\ndraft text\n"))  # fmt: skip
+                build_promote(
+                    actor=self.victor, build=_submitted(self.bob, f"Live {name}", ("topics/pricing/a.md", "LIVE EDIT"))
+                )
+                rederive(draft)
+                build_submit(actor=self.alice, build=draft)
+                assert any("changed after this" in blocker for blocker in self.blockers(draft)), self.blockers(draft)
+                with pytest.raises(PromotionBlocked):
+                    build_promote(actor=self.victor, build=draft)
+                assert "LIVE EDIT" in Page.objects.get(path="topics/pricing/a.md").current_revision.body  # type: ignore[union-attr]
+
     def test_a_delete_proposed_before_an_edit_is_stale_and_an_edit_cannot_bring_back_a_deleted_page(self) -> None:
         stale_delete = build_open(actor=self.bob, title="Delete A")
         build_delete_page(build=stale_delete, path="topics/pricing/a.md")
