@@ -14,5 +14,6 @@ def test_every_tool_that_writes_counts_in_a_write_window_not_the_read_one() -> N
 
 
 def test_every_rate_class_is_a_configured_window() -> None:
-    unknown = {tool.name: tool.rate_class for tool in CATALOGUE if tool.rate_class not in settings.BRAIN_MCP_RATE_LIMITS}
+    windows = settings.BRAIN_MCP_RATE_LIMITS
+    unknown = {tool.name: tool.rate_class for tool in CATALOGUE if tool.rate_class not in windows}
     assert unknown == {}
