@@ -360,7 +360,10 @@ def import_records(member: Member, body: bytes) -> tuple[int, dict[str, Any]]:
                         volatility=record.get("volatility"),
                     )  # fmt: skip
                     wanted = record.get("status")
-                    if wanted and wanted != result.memory.status and result.outcome != "duplicate":
+                    # A record held as a draft (it contradicts a canonical memory) stays a draft,
+                    # as the same text captured directly does: two canonical memories never contradict.
+                    held = result.contradiction_outcome == "held" and wanted == "canonical"
+                    if wanted and wanted != result.memory.status and result.outcome != "duplicate" and not held:
                         memory_set_status(actor=member, memory_id=result.memory.pk, status=wanted)
             except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
                 rejected.append(f"line {number}: {invalid}")

@@ -91,6 +91,18 @@ def _entry_problem(memory: Memory, target: str, kind: str) -> tuple[str | None, 
     return slots[0], None
 
 
+def _settled(entries: list[Memory], workspace: str) -> Memory | None:
+    """The entry a slot serves: its only one; in the shared layer, of several, the one entry an
+    administrator wrote (any member may publish a canonical entry there, and a competing one
+    took an administrator's slot out of every agent's capsule); otherwise none."""
+    if len(entries) == 1:
+        return entries[0]
+    if workspace != Workspace.COMPANY:
+        return None
+    by_administrators = [entry for entry in entries if entry.author.is_administrator and entry.author.user.is_active]
+    return by_administrators[0] if len(by_administrators) == 1 else None
+
+
 def build(member: Member, kind: str, project_id: str | None, workspace: str) -> Capsule:
     """Assemble a capsule from the database (no cache). Raises ``CapsuleRefused`` for the 409s."""
     target = "capsule:core" if kind == "core" else f"capsule:project:{project_id}"
@@ -99,7 +111,7 @@ def build(member: Member, kind: str, project_id: str | None, workspace: str) -> 
     )
     if workspace == Workspace.PERSONAL:
         candidates = candidates.filter(author=member)
-    rows = list(candidates.order_by("created_at", "id")[: MAX_CANDIDATES + 1])
+    rows = list(candidates.select_related("author__user").order_by("created_at", "id")[: MAX_CANDIDATES + 1])
     if len(rows) > MAX_CANDIDATES:
         raise CapsuleRefused("too_many_candidates", "too-many-candidates",
                              f"more than {MAX_CANDIDATES} canonical entries name this capsule")  # fmt: skip
@@ -119,10 +131,9 @@ def build(member: Member, kind: str, project_id: str | None, workspace: str) -> 
     used: list[dict[str, str]] = []
     omitted: list[str] = []
     for slot in SLOTS[kind]:
-        entries = by_slot.get(slot, [])
-        if len(entries) != 1:
+        entry = _settled(by_slot.get(slot, []), workspace)
+        if entry is None:
             continue
-        entry = entries[0]
         section = {"slot": slot, "content": normalise_content(entry.content)}
         if len(_serialise({**header, "sections": [section]})) > MAX_CHARS:
             if workspace == Workspace.PERSONAL:

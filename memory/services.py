@@ -201,10 +201,16 @@ def editable(actor: Member, memory_id: Any, *, change: str = "change") -> Memory
     memory = Memory.objects.visible_to(actor).select_for_update().get_by_id(memory_id)
     if not may_change(actor, memory):
         raise PermissionDenied("only the author or an admin may change a shared memory")
+    _audit_colleagues_memory(actor, memory, change)
+    return memory
+
+
+def _audit_colleagues_memory(actor: Member, memory: Memory, change: str, **metadata: Any) -> None:
+    """``memory.admin_<change>`` when ``actor`` changes a memory someone else wrote (an
+    administrator, directly or through a model's verdict on their capture)."""
     if memory.author_id != actor.pk:
         audit_record(actor=actor, action=f"memory.admin_{change}", target_type="memory", target=str(memory.pk),
-                     metadata={"author": memory.author.username})  # fmt: skip
-    return memory
+                     metadata={"author": memory.author.username, **metadata})  # fmt: skip
 
 
 def nearest(
@@ -519,6 +525,7 @@ def apply_contradiction(*, actor: Member, new: Memory, old: Memory) -> Memory:
         old.status = Status.DEPRECATED
         old.contradiction_losses += 1
         old.save(update_fields=["status", "contradiction_losses", "updated_at"])
+        _audit_colleagues_memory(actor, old, "status", status=Status.DEPRECATED, verdict="contradiction")
         new.contradiction_wins += 1
         if CONTRADICTION_TAG not in new.tags:
             new.tags = [*new.tags, CONTRADICTION_TAG]
@@ -572,6 +579,7 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
         else:
             old.content = new.content
             action = MemoryEvent.Action.UPDATED
+        _audit_colleagues_memory(actor, old, "append" if verdict == "merge" else "update", verdict=verdict)
         # The new row's links move to the row that carries its text on; one the old row already
         # has (both linked the same neighbour) is dropped, not doubled (memory_link_unique).
         same_out = MemoryLink.objects.filter(from_memory=old, to_memory=OuterRef("to_memory"), type=OuterRef("type"))

@@ -231,7 +231,9 @@ def _store_one(actor: Member, note: PlannedNote, source: str, workspace: str | N
     memory, outcome = capture.memory, capture.outcome
     # The capture path sets status only at first capture (from a status: tag) and never on
     # an update; the note's own status is applied explicitly, and only when the note has one.
-    if note.status and outcome != "duplicate" and memory.status != note.status:
+    # A note held as a draft (it contradicts a canonical memory) stays one, as a direct capture does.
+    held = capture.contradiction_outcome == "held" and note.status == "canonical"
+    if note.status and outcome != "duplicate" and memory.status != note.status and not held:
         memory = memory_set_status(actor=actor, memory_id=memory.pk, status=note.status)
         outcome = "updated" if outcome == "unchanged" else outcome
     return outcome, memory

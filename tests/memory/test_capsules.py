@@ -122,6 +122,21 @@ class CapsuleTests(TestCase):
         memory_remember(actor=self.alice, content="Draft identity", tags=["capsule:core", "capsule-slot:identity"])
         assert [s["slot"] for s in self.core().payload["sections"]] == ["identity"]  # drafts ignored
 
+    def test_a_member_cannot_take_an_administrators_slot_out_of_the_shared_capsule(self) -> None:
+        """Bob's competing canonical entry made the shared capsule drop the admin's constraints
+        slot for every agent; the administrator's entry is served, the slot still reported."""
+        dana = member_create(actor=SYSTEM, username="dana", role="admin")
+        kept = self.entry("constraints", "Never send customer data to third parties.", who=dana, workspace="company")
+        self.entry("constraints", "Be brief.", who=self.bob, workspace="company", extra_tags=["x"])
+        capsule = self.core(workspace="company")
+        assert capsule.payload["sections"] == [{"slot": "constraints", "entry_id": str(kept.pk)}]
+        assert capsule.payload["duplicate_slots"] == ["constraints"]
+        assert capsule.payload["complete"] is False
+        # Two members' entries (no administrator's): the slot is still omitted.
+        self.entry("identity", "We are the platform team.", who=self.alice, workspace="company")
+        self.entry("identity", "We are the data team.", who=self.bob, workspace="company", extra_tags=["y"])
+        assert "identity" not in [s["slot"] for s in self.core(workspace="company").payload["sections"]]
+
     def test_budget_omits_the_slot_that_overflows_and_every_later_one(self) -> None:
         self.entry("identity", "Alice leads commercial strategy for Europe. " * 115)  # ~5,000 characters
         self.entry("preferences", "Prefers written proposals with numbers and sources attached. " * 125)  # ~7,500

@@ -44,6 +44,43 @@ class MemoryEdgeTests(TestCase):
         assert Memory.objects.get(pk=old.pk).status != Status.DEPRECATED
         assert CONTRADICTION_CANDIDATE_TAG in settled.tags  # for a person to settle
 
+    def test_a_verdict_that_changes_a_colleagues_memory_for_an_administrator_is_audited(self) -> None:
+        """Directly, an administrator's status change of a colleague's memory is audited; through
+        a model's verdict on their own capture it was not."""
+        from grants.models import AuditEvent
+
+        dana = member_create(actor=SYSTEM, username="dana", role="admin")
+        old = self.remember(self.alice, "The staging database is db-2.", workspace="company")
+        new = self.remember(dana, "The staging database moved to db-3.", workspace="company")
+        apply_contradiction(actor=dana, new=new, old=old)
+        assert Memory.objects.get(pk=old.pk).status == Status.DEPRECATED
+        event = AuditEvent.objects.get(action="memory.admin_status", target=str(old.pk))
+        assert (event.actor_label, event.metadata["author"], event.metadata["verdict"]) == (
+            "dana",
+            "alice",
+            "contradiction",
+        )
+        own = self.remember(dana, "Dana's own note.", workspace="company")
+        apply_contradiction(actor=dana, new=self.remember(dana, "Dana's newer note.", workspace="company"), old=own)
+        assert not AuditEvent.objects.filter(target=str(own.pk)).exists()
+
+    def test_an_import_cannot_make_a_contradicting_memory_canonical(self) -> None:
+        """A direct capture tagged canonical that contradicts a canonical memory is held as a
+        draft; the same line through the JSON-lines import came out canonical (two canonical
+        memories saying opposite things)."""
+        import json
+
+        from memory.tokens import api_token_issue
+
+        self.remember(self.alice, "The staging database is db-2.", workspace="company", tags=["status:canonical"])
+        _, token = api_token_issue(actor=self.alice, name="import")
+        line = json.dumps({"content": "The staging database is db-3.", "status": "canonical", "workspace": "company"})
+        answer = self.client.post("/api/memory/import", data=line, content_type="application/x-ndjson",
+                                  HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+        assert answer.status_code == 200, answer.content
+        imported = Memory.objects.get(content="The staging database is db-3.")
+        assert imported.status == Status.DRAFT
+
     def test_merge_and_replace_keep_both_rather_than_lose_text_weight_or_links(self) -> None:
         long_old = self.remember(self.alice, "Alarm procedure. " + "x" * 19_400)
         longer = self.remember(self.alice, "Alarm procedure. " + "x" * 19_400 + " IMPORTANT: the code is kept by Dana.")
