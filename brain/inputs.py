@@ -29,7 +29,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
 from brain.errors import error_response
-from brain.text.secrets import unstorable
+from brain.text.secrets import find, unstorable
 
 MAX_JSON_DEPTH = 64
 # C0 controls and DEL, except tab, line feed and carriage return (multi-line form fields).
@@ -139,6 +139,17 @@ def parse_json(body: bytes | str, *, max_depth: int = MAX_JSON_DEPTH, where: str
         raise InputRefused("the body is not valid JSON", code="not_json") from None
     _walk(value, where or "the body", max_depth=max_depth, check_text=check_text)
     return value
+
+
+def typed_back(data: Any) -> dict[str, str]:
+    """What a refused form may show again: each field as typed, except any value holding a
+    secret or text that cannot be stored — a refused secret is never echoed into the page."""
+    shown: dict[str, str] = {}
+    for name in data:
+        value = str(data.get(name, ""))
+        if unstorable(value) is None and not find(value):
+            shown[name] = value
+    return shown
 
 
 # --------------------------------------------------------------------------- middleware

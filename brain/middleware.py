@@ -69,13 +69,23 @@ class DomainErrorMiddleware:
     row, a permission or validation error) becomes its status and safe message — the error
     page for people, the JSON error for programs — instead of a server error; so does a
     database that stopped answering (503 with ``Retry-After``). Anything else propagates to
-    Django's 500 handling, logged with the request id."""
+    Django's 500 handling, logged with the request id.
+
+    It also gives Django's method guards (``require_POST`` …) a body: their 405 is empty, a
+    blank page in a browser — reached by a GET of a form's action (a bookmark, the history).
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+        response = self.get_response(request)
+        if response.status_code == 405 and not response.streaming and not response.content:
+            from brain.views import method_not_allowed
+
+            permitted = [method.strip() for method in response.get("Allow", "").split(",") if method.strip()]
+            return method_not_allowed(request, permitted)
+        return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         from django.core.exceptions import PermissionDenied

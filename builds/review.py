@@ -203,7 +203,13 @@ def build_review(*, build: Build, viewer: Principal | None) -> ReviewView:
                 new_path=new.path if new is not None and new.path != pair.path else "",
                 diff=line_diff(revision_lines(pair.old, viewer, references), revision_lines(new, viewer, references)),
                 frontmatter_text=frontmatter_text,
-                preview_html=SafeString(render_markdown(new.body, page_path=new.path)) if new is not None else None,
+                preview_html=SafeString(
+                    render_markdown(
+                        new.body, page_path=new.path, title=str(new.frontmatter.get("title", "")), heading_ids=False
+                    )
+                )
+                if new is not None
+                else None,
                 sources=[str(source) for source in shown_sources],
             )
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -20,6 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.errors import error_response, json_error
+from brain.inputs import typed_back
 from brain.text.secrets import NulRefused, SecretRefused
 from builds.driver import ArchiveRefused, files_from_zip, import_job_create, job_progress
 from builds.forms import RejectForm, ReviewForm, ZipImportForm
@@ -37,6 +39,7 @@ from builds.selectors import (
 from builds.services import (
     ImportInvalid,
     PromotionBlocked,
+    build_cancel,
     build_credential_issue,
     build_open,
     build_promote,
@@ -69,21 +72,41 @@ def build_queue(request: HttpRequest) -> HttpResponse:
 
     Post, redirect, get: the credential rides in the session to the very next page, which
     removes it as it shows it, so a reload neither opens a second build nor shows it again.
+    A refused start (a secret in the title) is the page again, saying why beside the form.
     """
     member = principal_for_user(request.user)
     if request.method == "POST":
         if member is None:
             raise PermissionDenied("only members can open builds")
         title = str(request.POST.get("title", "")).strip() or "Agent build"
-        with transaction.atomic():  # no open build left without its credential
-            build = build_open(actor=member, title=title[:200], purpose=str(request.POST.get("purpose", ""))[:5000])
-            credential, token = build_credential_issue(actor=member, build=build)
+        purpose = str(request.POST.get("purpose", ""))[:5000]
+        try:
+            with transaction.atomic():  # no open build left without its credential
+                build = build_open(actor=member, title=title[:200], purpose=purpose)
+                credential, token = build_credential_issue(actor=member, build=build)
+        except (SecretRefused, NulRefused) as refused:
+            # What was typed comes back, except a field holding what was refused: never echoed.
+            typed = {name: value for name, value in typed_back(request.POST).items() if name in ("title", "purpose")}
+            return _queue_page(request, member, problem=str(refused), typed=typed, status=400)
         request.session[_AGENT_BUILD_SESSION_KEY] = {
             "id": str(build.public_id), "title": build.title, "token": token,
             "expires": credential.expires_at.strftime("%Y-%m-%d %H:%M"),
         }  # fmt: skip
         return redirect("builds:build-queue")
-    started = request.session.pop(_AGENT_BUILD_SESSION_KEY, None)
+    return _queue_page(request, member, started=request.session.pop(_AGENT_BUILD_SESSION_KEY, None))
+
+
+def _queue_page(
+    request: HttpRequest,
+    member: Member | None,
+    *,
+    started: dict[str, str] | None = None,
+    problem: str = "",
+    typed: dict[str, str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The builds page; ``started`` is a just-opened agent build (its credential, shown once),
+    ``problem`` and ``typed`` a refused start."""
     agent_config = None
     if started:
         url = settings.BRAIN_BASE_URL + "/api/build/mcp"
@@ -97,7 +120,9 @@ def build_queue(request: HttpRequest) -> HttpResponse:
         request,
         "builds/build_queue.html",
         {"awaiting": build_list_awaiting_review(principal=member), "mine": mine, "older": older,
-         "started": started, "agent_config": agent_config, "mcp_url": settings.BRAIN_BASE_URL + "/api/build/mcp"},
+         "started": started, "agent_config": agent_config, "mcp_url": settings.BRAIN_BASE_URL + "/api/build/mcp",
+         "problem": problem, "typed": typed or {}},
+        status=status,
     )  # fmt: skip
 
 
@@ -169,6 +194,7 @@ def _render_detail(
             "approvers": build_approvers(build=build, requester=member)
             if is_requester and waiting and member
             else None,
+            "may_withdraw": is_requester and waiting,
         },
         status=status,
     )
@@ -229,6 +255,24 @@ def build_reject_view(request: HttpRequest, member: Member, public_id: str) -> H
         return error_response(request, 400, "refused", str(refused))
     except (PermissionDenied, ValidationError):
         raise PermissionDenied("you may not reject this build") from None
+    return redirect("builds:build-detail", public_id=build.public_id)
+
+
+@require_POST
+@member_required
+def build_withdraw(request: HttpRequest, member: Member, public_id: str) -> HttpResponse:
+    """The requester withdraws their unfinished build (``build_cancel``: audited, its
+    credentials revoked, nothing reaches the corpus). A build the member cannot see is the
+    same 404 as a missing one; one they see but did not request is a 403."""
+    build = _visible_or_404(request, public_id)
+    try:
+        build_cancel(actor=member, build=build)
+    except PermissionDenied:
+        raise PermissionDenied("only the build's requester may withdraw it") from None
+    except ValidationError:
+        messages.error(request, "This build has already ended: there is nothing to withdraw.")
+        return redirect("builds:build-detail", public_id=build.public_id)
+    messages.success(request, "You withdrew this build: it will not be reviewed, and its credentials no longer work.")
     return redirect("builds:build-detail", public_id=build.public_id)
 
 

@@ -2,7 +2,8 @@
 
 markdown-it-py with raw HTML disabled (it is escaped, never passed through) and its
 default link validation (``javascript:``, ``vbscript:``, ``file:`` and most ``data:`` URLs
-are refused). Relative links to other ``.md`` pages are rewritten to the reader's URLs.
+are refused). Relative links to other ``.md`` pages are rewritten to the reader's URLs, and
+headings carry the ids that answers' citations (``page.md#heading``) point at.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import re
 from typing import Any
 
 from django.urls import reverse
+from django.utils.text import slugify
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 
 from brain.text.paths import PathError, validate_page_path
 
@@ -60,9 +63,52 @@ def _link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> 
     return str(renderer.renderToken(tokens, idx, options, env))
 
 
+# Ids of the page around the rendered body (base.html, the page and build pages): a heading
+# never takes one, or the skip link or an aria-labelledby would land on the heading instead.
+RESERVED_IDS = frozenset({"content", "site-nav", "graph-heading", "review", "build-progress"})
+
+
+def heading_slug(text: str) -> str:
+    """A heading's anchor: ``slugify`` of its Markdown text, as ``corpus.chunking`` keeps it
+    in a chunk's heading path and ``answers.services`` turns it into a citation's ``#anchor``.
+
+    Only ``[a-z0-9_-]`` survives, so the id needs no escaping; a heading with no ASCII letter
+    or digit has none (its citation has no anchor either, and lands on the page's top)."""
+    return slugify(text.strip())
+
+
+def _heading_ids(state: StateCore) -> None:
+    """Give each heading the id ``heading_slug`` names, distinct within the body.
+
+    A citation names a section by its heading alone, so of several headings with the same
+    text the first takes the plain slug (where the citation lands) and the later ones
+    ``-1``, ``-2``…, skipping any id another heading or the page around already holds.
+    """
+    if not state.env.get("heading_ids"):
+        return
+    headings = [
+        (token, heading_slug(state.tokens[index + 1].content))
+        for index, token in enumerate(state.tokens)
+        if token.type == "heading_open" and index + 1 < len(state.tokens)
+    ]
+    plain = {slug for _, slug in headings}
+    reserved = RESERVED_IDS | state.env.get("reserved_ids", frozenset())
+    taken: set[str] = set()
+    for token, slug in headings:
+        if not slug:
+            continue
+        candidate, number = slug, 0
+        while candidate in taken or candidate in reserved or (number and candidate in plain):
+            number += 1
+            candidate = f"{slug}-{number}"
+        taken.add(candidate)
+        token.attrSet("id", candidate)
+
+
 def _parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
     md.add_render_rule("link_open", _link_open)
+    md.core.ruler.push("heading_ids", _heading_ids)
     return md
 
 
@@ -89,10 +135,36 @@ def page_links(body: str, *, page_path: str) -> set[str]:
     return targets
 
 
-def render_markdown(body: str, *, page_path: str, unavailable: frozenset[str] = frozenset()) -> str:
+def without_title_heading(body: str, title: str) -> str:
+    """``body`` without a first ``# <title>`` line: the page header already shows the title as
+    the one ``h1`` (two would confuse screen readers and look doubled)."""
+    stripped = body.lstrip("\n")
+    first, _, rest = stripped.partition("\n")
+    if first.startswith("# ") and first[2:].strip() == title.strip():
+        return rest
+    return body
+
+
+def render_markdown(
+    body: str,
+    *,
+    page_path: str,
+    unavailable: frozenset[str] = frozenset(),
+    title: str | None = None,
+    heading_ids: bool = True,
+) -> str:
     """HTML for ``body``; raw HTML in the Markdown is shown as text.
 
     Links to the pages in ``unavailable`` (missing, or not readable by this reader — the
     caller never says which) are marked "not available to you" instead of leading to a 404.
+    With ``title``, a first ``# <title>`` heading is left out (``without_title_heading``) and
+    its anchor is left to the page's own ``h1`` (``page_detail.html`` gives it the same slug).
+    ``heading_ids``: headings carry the ids citations point at; a caller rendering several
+    bodies into one page (a build's previews) turns them off, or the ids would repeat.
     """
-    return str(_MARKDOWN.render(body, {"page_path": page_path, "unavailable": unavailable}))
+    reserved: frozenset[str] = frozenset()
+    if title is not None:
+        body = without_title_heading(body, title)
+        reserved = frozenset({heading_slug(title)})
+    env = {"page_path": page_path, "unavailable": unavailable, "heading_ids": heading_ids, "reserved_ids": reserved}
+    return str(_MARKDOWN.render(body, env))

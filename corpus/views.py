@@ -64,16 +64,6 @@ def browse(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _without_title_heading(body: str, title: str) -> str:
-    """The body without a first ``# <title>`` line: the page header already shows the title as
-    the one ``h1`` (two would confuse screen readers and look doubled)."""
-    stripped = body.lstrip("\n")
-    first, _, rest = stripped.partition("\n")
-    if first.startswith("# ") and first[2:].strip() == title.strip():
-        return rest
-    return body
-
-
 def page_unavailable(request: HttpRequest) -> HttpResponse:
     """The answer for a page that is missing or that the reader may not read: the same for both."""
     return render(request, "corpus/page_unavailable.html", {"path": request.path}, status=404)
@@ -104,7 +94,7 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
         {
             "page": view,
             "body_html": render_markdown(
-                _without_title_heading(view.body, view.title), page_path=view.path, unavailable=links.unavailable
+                view.body, page_path=view.path, unavailable=links.unavailable, title=view.title
             ),
             "relationships": links,
             "graph": relationship_graph(

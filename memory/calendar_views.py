@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from brain.errors import json_error
+from brain.inputs import typed_back
 from grants.decorators import limited_view
 from grants.models import Member
 from memory.api import memory_api
@@ -32,7 +33,7 @@ from memory.calendars import (
 )
 from memory.classify import MemoryInvalid
 from memory.models import CalendarSubscription
-from memory.views import REFUSALS, member_view, typed_back
+from memory.views import REFUSALS, member_view
 
 _OUTCOME_SESSION_KEY = "memory-calendar-outcome"
 SKIPPED_SHOWN = 50

@@ -19,7 +19,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from brain.domain import DomainError
-from brain.text.secrets import NulRefused, SecretRefused, find, unstorable
+from brain.inputs import typed_back
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.decorators import limited_view, member_required
 from grants.models import Member
 from memory.classify import MemoryInvalid
@@ -40,17 +41,6 @@ from memory.tokens import api_token_issue, api_token_revoke
 
 # What the memory layer refuses a person with, in words they can act on.
 REFUSALS = (PermissionDenied, MemoryInvalid, SecretRefused, NulRefused)
-
-
-def typed_back(data: Any) -> dict[str, str]:
-    """What a refused form may show again: each field as typed, except any value holding a
-    secret or text that cannot be stored — a refused secret is never echoed into the page."""
-    shown: dict[str, str] = {}
-    for name in data:
-        value = str(data.get(name, ""))
-        if unstorable(value) is None and not find(value):
-            shown[name] = value
-    return shown
 
 
 def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
@@ -89,13 +79,11 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
                 workspace=request.POST.get("workspace") or None,
             )  # fmt: skip
         except MemoryInvalid as invalid:
-            # Keep what was typed (a refused secret is never echoed: that path redirects).
+            # The page as it was, with what was typed (the layer too) beside why not. A refused
+            # secret is never echoed: that path redirects.
             messages.error(request, str(invalid))
-            typed = {"content": request.POST.get("content", ""), "tags": request.POST.get("tags", "")}
-            refused: dict[str, Any] = {
-                "query": "", "workspace": None, "tag": None, "degraded": False, "results": [], "typed": typed,
-            }  # fmt: skip
-            return render(request, "memory/dashboard.html", refused, status=400)
+            typed = {field: request.POST.get(field, "") for field in ("content", "tags", "workspace")}
+            return render(request, "memory/dashboard.html", {**_recent(request, member), "typed": typed}, status=400)
         notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
                  "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
         messages.success(request, notes.get(capture.outcome, "Remembered."))
@@ -109,24 +97,32 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
             )
         return redirect("memory:detail", memory_id=capture.memory.pk)
     query = request.GET.get("q", "").strip()
+    if not query:
+        return render(request, "memory/dashboard.html", _recent(request, member))
     workspace = request.GET.get("workspace") or None
     tag = request.GET.get("tag") or None
-    context: dict[str, Any] = {"query": query, "workspace": workspace, "tag": tag, "degraded": False}
-    context["insights"] = [] if query else latest_for(member)
-    if query:
-        try:
-            found = memory_recall(actor=member, query=query, top_k=20, tag=tag, workspace=workspace)
-        except MemoryInvalid as invalid:
-            # The search box keeps what was typed, with why it was not run (as /search does).
-            messages.error(request, str(invalid))
-            return render(request, "memory/dashboard.html", {**context, "results": []}, status=400)
-        context["results"] = [(item.memory, item.similarity) for item in found.results]
-        context["degraded"] = found.degraded
-    else:
-        context["results"] = [
-            (memory, None) for memory in memory_list_recent(actor=member, n=50, tag=tag, workspace=workspace)
-        ]
+    context: dict[str, Any] = {"query": query, "workspace": workspace, "tag": tag, "degraded": False, "insights": []}
+    try:
+        found = memory_recall(actor=member, query=query, top_k=20, tag=tag, workspace=workspace)
+    except MemoryInvalid as invalid:
+        # The search box keeps what was typed, with why it was not run (as /search does).
+        messages.error(request, str(invalid))
+        return render(request, "memory/dashboard.html", {**context, "results": []}, status=400)
+    context["results"] = [(item.memory, item.similarity) for item in found.results]
+    context["degraded"] = found.degraded
     return render(request, "memory/dashboard.html", context)
+
+
+def _recent(request: HttpRequest, member: Member) -> dict[str, Any]:
+    """The dashboard without a recall: the insights and the newest memories, under the page's
+    layer and tag filters (``?workspace=&tag=``)."""
+    workspace = request.GET.get("workspace") or None
+    tag = request.GET.get("tag") or None
+    recent = memory_list_recent(actor=member, n=50, tag=tag, workspace=workspace)
+    return {
+        "query": "", "workspace": workspace, "tag": tag, "degraded": False, "insights": latest_for(member),
+        "results": [(memory, None) for memory in recent],
+    }  # fmt: skip
 
 
 @require_GET

@@ -75,7 +75,7 @@ class ReviewUiTests(BrainTestCase):
         assert "<strong>0</strong> deleted" in page
         assert "Who can approve this build: <strong>victor</strong>" in page  # the requester is told
         assert "Preview as it will read" in page
-        assert "<h1>Renewals</h1>" in page
+        assert "<p>Yearly.</p>" in page  # the preview, rendered
         assert "Frontmatter as written" in page
         assert "the requester cannot approve their own build" in page
         assert "disabled" in page
