@@ -32,6 +32,7 @@ from corpus.models import Page, Source
 from corpus.services import (
     ChunkStats,
     drafts_publish,
+    figures_follow_move,
     markdown_sha,
     may_write,
     page_retire,
@@ -502,6 +503,7 @@ def build_promote(*, actor: Principal, build: Build, note: str = "") -> Promotio
             revision_promote(actor=actor, revision=change.revision)
             if change.action == BuildChange.Action.MOVE:
                 page_retire(actor=actor, path=change.path)
+                figures_follow_move(actor=actor, from_path=change.path, to_path=change.revision.path)
             approved.append(
                 {"path": change.revision.path, "action": change.action, "sha256": change.revision.sha256,
                  "from": change.path if change.action == BuildChange.Action.MOVE else "",

@@ -451,6 +451,26 @@ def page_retire(*, actor: Principal, path: str) -> Page:
     return page
 
 
+def figures_follow_move(*, actor: Principal, from_path: str, to_path: str) -> int:
+    """The figure values recorded on the page at ``from_path`` now belong to the page at
+    ``to_path`` (a promoted move; drafts of the same build included); returns how many.
+
+    A figure's history follows its page: left on the retired row, every value — one approved
+    in the moving build too — went out of every reader's reach. Only
+    ``builds.services.build_promote`` calls this, after ``page_retire`` of ``from_path``.
+    """
+    with transaction.atomic():
+        old = Page.objects.filter(path=from_path).first()
+        new = Page.objects.filter(path=to_path).first()
+        if old is None or new is None:
+            return 0
+        moved = Figure.objects.filter(page=old).update(page=new)
+        if moved:
+            audit_record(actor=actor, action="figure.move", target_type="page", target=to_path,
+                         metadata={"from": from_path, "figures": moved})  # fmt: skip
+    return moved
+
+
 def drafts_publish(*, actor: Principal, source_ids: list[int], figure_ids: list[int]) -> None:
     """Make draft captures and figure values live. Only ``builds.services.build_promote`` calls this,
     after its blockers confirmed ``actor`` may approve each of them."""

@@ -64,6 +64,26 @@ class BranchChangeTests(BrainTestCase):
 
 
 class BranchDraftsTests(BranchChangeTests):
+    def test_a_moved_page_keeps_its_figures_including_one_recorded_in_the_moving_build(self) -> None:
+        """The figures stayed on the retired page row: the live value and one approved in the
+        same build went out of every reader's reach."""
+        import datetime as dt
+
+        from builds.services import build_record_figure
+        from corpus.models import Figure
+        from corpus.selectors import figure_current, figure_history
+
+        page = Page.objects.get(path="topics/pricing/price-list.md")
+        Figure.objects.create(key="seats", value=10, as_of=dt.date(2026, 10, 1), page=page)
+        build = build_open(actor=self.alice, title="Seats and a new home")
+        build_record_figure(build=build, page_path="topics/pricing/price-list.md", key="seats", value="12",
+                            unit="", as_of=dt.date(2026, 11, 1))  # fmt: skip
+        build_move_page(build=build, path="topics/pricing/price-list.md", new_path="topics/pricing/prices.md")
+        build_promote(actor=self.victor, build=build_submit(actor=self.alice, build=build))
+        current = figure_current(principal=self.bob, key="seats")
+        assert (int(current.value), current.page.path) == (12, "topics/pricing/prices.md")
+        assert [int(f.value) for f in figure_history(principal=self.bob, key="seats")] == [12, 10]
+
     def test_captures_figures_and_links_are_drafts_until_promotion(self) -> None:
         import datetime as dt
 
