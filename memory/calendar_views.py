@@ -25,9 +25,8 @@ from memory.calendars import (
     MAX_BYTES,
     MAX_EVENTS_PER_REQUEST,
     calendar_import,
-    calendar_refresh,
+    calendar_refresh_request,
     calendar_subscribe,
-    calendar_subscription_get,
     calendar_subscriptions,
     calendar_unsubscribe,
 )
@@ -64,15 +63,12 @@ def calendars(request: HttpRequest, member: Member) -> HttpResponseBase:
                 # The form again with the address and name as typed, and why not (a redirect emptied it).
                 messages.error(request, str(refused) or "You may not do this.")
                 return _page(request, member, typed=typed_back(request.POST), status=400)
-            # Fetched at once, so the person sees it work (or why not) instead of waiting for the beat.
-            result = calendar_refresh(subscription)
-            note = messages.error if result.error else messages.success
-            note(request, f"Subscribed to {subscription.name}. {result.summary()}")
+            # Fetched by a worker at once (a fetch may take 30 s, an import embeds up to 2,000
+            # events): the page follows it and shows the outcome on the subscription's row.
+            messages.success(request, f"Subscribed to {subscription.name}. Fetching it now; its row shows the outcome.")
         elif action == "refresh":
-            subscription = calendar_subscription_get(actor=member, subscription_id=request.POST.get("subscription"))
-            result = calendar_refresh(subscription)
-            note = messages.error if result.error else messages.success
-            note(request, f"{subscription.name}: {result.summary()}")
+            subscription = calendar_refresh_request(actor=member, subscription_id=request.POST.get("subscription"))
+            messages.success(request, f"{subscription.name}: fetching it now; its row shows the outcome.")
         elif action == "unsubscribe":
             calendar_unsubscribe(actor=member, subscription_id=request.POST.get("subscription"))
             messages.success(request, "Unsubscribed. The memories it brought in stay.")
@@ -84,8 +80,11 @@ def calendars(request: HttpRequest, member: Member) -> HttpResponseBase:
 
 
 def _page(request: HttpRequest, member: Member, *, typed: Any = None, status: int = 200) -> HttpResponse:
+    subscriptions = calendar_subscriptions(actor=member)
     context = {
-        "subscriptions": calendar_subscriptions(actor=member),
+        "subscriptions": subscriptions,
+        # While a fetch is queued or running the table follows it (htmx, every 2 s).
+        "fetching": any(subscription.refresh_requested_at is not None for subscription in subscriptions),
         "outcome": request.session.pop(_OUTCOME_SESSION_KEY, None) if typed is None else None,
         "skipped_shown": SKIPPED_SHOWN,
         "typed": typed or {},

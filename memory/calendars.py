@@ -45,6 +45,7 @@ from django.utils import timezone
 from icalendar import Calendar, Event
 from icalendar.cal.component import Component
 
+from brain.jobs import enqueue_on_commit
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse
 from grants.models import Member
 from memory.calendar_fetch import check_subscription_url, fetch_calendar
@@ -520,9 +521,9 @@ def calendar_subscribe(*, actor: Member, url: str, name: str, workspace: str | N
 
     The URL is checked now (scheme, no credentials, a host that resolves to public
     addresses unless ``BRAIN_CALENDAR_ALLOW_PRIVATE``) and again on every fetch. Nothing is
-    fetched here: the beat (or "Refresh now") does that. ``MemoryInvalid`` names what is
-    wrong: the URL, the name (1–80 characters), the layer, the same URL twice, or more than
-    20 subscriptions.
+    fetched here: its first fetch is queued (``calendar_refresh_requested``) for a worker.
+    ``MemoryInvalid`` names what is wrong: the URL, the name (1–80 characters), the layer, the
+    same URL twice, or more than 20 subscriptions.
     """
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
@@ -537,9 +538,42 @@ def calendar_subscribe(*, actor: Member, url: str, name: str, workspace: str | N
             raise MemoryInvalid(f"at most {MAX_SUBSCRIPTIONS} calendar subscriptions; remove one first")
         try:
             with transaction.atomic():
-                return CalendarSubscription.objects.create(member=actor, name=label, url=clean, workspace=layer)
+                subscription = CalendarSubscription.objects.create(
+                    member=actor, name=label, url=clean, workspace=layer, refresh_requested_at=timezone.now()
+                )
         except IntegrityError:
             raise MemoryInvalid("you already subscribe to this calendar URL") from None
+        enqueue_on_commit("memory.calendar_refresh", subscription.pk)
+        return subscription
+
+
+def calendar_refresh_request(*, actor: Member, subscription_id: Any) -> CalendarSubscription:
+    """ "Refresh now": queue a fetch of one of ``actor``'s subscriptions for a worker (a fetch may
+    take 30 s and an import embeds up to 2,000 events — never a web request's work). Asking
+    again while one is queued queues nothing more. Another member's is ``DoesNotExist``."""
+    with transaction.atomic():
+        subscription = calendar_subscription_get(actor=actor, subscription_id=subscription_id)
+        if subscription.refresh_requested_at is None:
+            subscription.refresh_requested_at = timezone.now()
+            CalendarSubscription.objects.filter(pk=subscription.pk, refresh_requested_at__isnull=True).update(
+                refresh_requested_at=subscription.refresh_requested_at
+            )
+            enqueue_on_commit("memory.calendar_refresh", subscription.pk)
+    return subscription
+
+
+def calendar_refresh_requested(subscription_id: int) -> CalendarResult | None:
+    """The queued fetch of one subscription (``memory.calendar_refresh``): claimed first, so a
+    message sent twice, or the sweep at the same moment, fetches it once; None when there was
+    nothing to do (done already, removed, or its member is no longer active)."""
+    now = timezone.now()
+    claimed = CalendarSubscription.objects.filter(
+        pk=subscription_id, refresh_requested_at__isnull=False, member__is_active=True, member__user__is_active=True
+    ).update(refresh_requested_at=None, last_checked_at=now)
+    if claimed != 1:
+        return None
+    subscription = CalendarSubscription.objects.select_related("member").get(pk=subscription_id)
+    return calendar_refresh(subscription)
 
 
 def calendar_subscriptions(*, actor: Member) -> list[CalendarSubscription]:
@@ -607,7 +641,8 @@ def calendar_refresh(subscription: CalendarSubscription) -> CalendarResult:
 
 def calendar_refresh_due(*, limit: int = 50, seconds: float = 240.0) -> int:
     """Refresh up to ``limit`` subscriptions not checked for ``BRAIN_CALENDAR_REFRESH_SECONDS``
-    (default 3600), never-checked and oldest first, of active members; returns how many ran.
+    (default 3600), or whose person asked for a refresh (a queued message lost, or its worker
+    gone), never-checked and oldest first, of active members; returns how many ran.
 
     Each one is claimed first (a conditional update of ``last_checked_at``), so two sweeps
     running at once never fetch the same calendar twice. No new one starts after
@@ -618,7 +653,11 @@ def calendar_refresh_due(*, limit: int = 50, seconds: float = 240.0) -> int:
     now = timezone.now()
     due = (
         CalendarSubscription.objects.filter(member__is_active=True, member__user__is_active=True)
-        .filter(Q(last_checked_at__isnull=True) | Q(last_checked_at__lt=now - interval))
+        .filter(
+            Q(last_checked_at__isnull=True)
+            | Q(last_checked_at__lt=now - interval)
+            | Q(refresh_requested_at__lt=now - dt.timedelta(seconds=60))  # its queued fetch never came
+        )
         .select_related("member")
         .order_by(F("last_checked_at").asc(nulls_first=True), "pk")[:limit]
     )
@@ -629,7 +668,7 @@ def calendar_refresh_due(*, limit: int = 50, seconds: float = 240.0) -> int:
             break
         claimed = CalendarSubscription.objects.filter(
             pk=subscription.pk, last_checked_at=subscription.last_checked_at
-        ).update(last_checked_at=timezone.now())
+        ).update(last_checked_at=timezone.now(), refresh_requested_at=None)
         if claimed != 1:
             continue  # another sweep took it (or it was removed)
         calendar_refresh(subscription)

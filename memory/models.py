@@ -295,6 +295,9 @@ class CalendarSubscription(models.Model):
     etag = models.CharField(max_length=200, blank=True, default="")
     last_modified = models.CharField(max_length=100, blank=True, default="")
     last_checked_at = models.DateTimeField(null=True, blank=True)
+    # Set when its person subscribes or asks for "Refresh now": a worker fetches it next
+    # (``memory.calendar_refresh``, else the sweep), never the web request.
+    refresh_requested_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=300, blank=True, default="")
     events_seen = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

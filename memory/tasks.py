@@ -63,6 +63,14 @@ def memory_verdicts_sweep_task() -> None:
         logger.info("memory verdict sweep re-enqueued %d job(s)", count)
 
 
+@shared_task(name="memory.calendar_refresh", ignore_result=True)
+def memory_calendar_refresh_task(subscription_id: int) -> None:
+    """A subscription its person just added or asked to refresh (``calendar_refresh_requested``)."""
+    from memory.calendars import calendar_refresh_requested
+
+    calendar_refresh_requested(subscription_id)
+
+
 @shared_task(name="memory.calendars_refresh", ignore_result=True)
 def memory_calendars_refresh_task() -> None:
     """Every 15 minutes: refresh the calendar subscriptions that are due (errors land on each row)."""
