@@ -34,8 +34,11 @@ class Tags:
 def normalise_tags(raw: list[str] | None, content: str = "") -> Tags:
     """Trim, lower-case and de-duplicate tags; add ``#hashtags`` from ``content``.
 
-    A ``status:<value>`` tag sets the status instead of being stored as a tag. Raises
-    ``MemoryInvalid`` for more than 64 tags, a tag over 128 characters or an unknown status.
+    A tag written ``#urgent`` is ``urgent`` (as a hashtag in the text, and as a vault's front
+    matter reads it: an export and re-import changes nothing). A ``status:<value>`` tag sets the
+    status instead of being stored as a tag. Raises ``MemoryInvalid`` for more than 64 tags, a
+    tag over 128 characters, a comma in a tag (forms separate tags with commas: such a tag
+    could never be edited whole) or an unknown status.
     """
     if raw is not None and not isinstance(raw, list):
         raise MemoryInvalid("tags must be a list of strings")
@@ -44,9 +47,11 @@ def normalise_tags(raw: list[str] | None, content: str = "") -> Tags:
         if not isinstance(tag, str):
             raise MemoryInvalid("tags must be a list of strings")
         refuse(tag, field="tag")  # as written: lower-casing would hide a token whose shape is its case
-        clean = normalise(tag).strip().lower()
+        clean = normalise(tag).strip().lower().lstrip("#").strip()
         if not clean:
             continue
+        if "," in clean:
+            raise MemoryInvalid(f"a tag cannot contain a comma: {clean[:40]!r} (write two tags)")
         if len(clean) > MAX_TAG_LENGTH:
             raise MemoryInvalid(f"a tag may be at most {MAX_TAG_LENGTH} characters")
         if "\x00" in clean:

@@ -108,6 +108,11 @@ class CaptureTests(MemoryTestCase):
             normalise_tags([f"t{i}" for i in range(65)])
         with pytest.raises(MemoryInvalid, match="at most 128"):
             normalise_tags(["x" * 129])
+        # "#urgent" is "urgent" (a vault's re-import read it so: the round trip added a tag);
+        # a comma would split the tag the next time the web form saved it.
+        assert normalise_tags(["#Urgent", "urgent", "# ops"]).tags == ["urgent", "ops"]
+        with pytest.raises(MemoryInvalid, match="cannot contain a comma"):
+            normalise_tags(["north,south"])
 
     def test_importance_is_a_whole_number_from_1_to_5_not_a_yes(self) -> None:
         for importance in (True, False, 0, 6, 2.5, "3"):
