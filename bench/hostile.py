@@ -12,7 +12,8 @@ twin. The pairs:
   HTML nested 20,000 elements deep, a DOCX zip bomb, a WebVTT file of one huge cue;
 - page validation (``page_validate``): a YAML alias bomb, frontmatter nested 30,000 deep;
 - request bodies (``brain.inputs.parse_json``): 100,000 nested brackets;
-- rendering (``rendered_text``): 10,000 nested blockquotes;
+- rendering (``rendered_text``, ``render_markdown``): 10,000 nested blockquotes, 16,000 repeated
+  headings (their ids once counted up from 1 for each repeat: 33 s);
 - the secret detector (``find``): 200 KB of single digits and separators, 8,000 unclosed
   private-key blocks, 40,000 IBAN-like starts, 20,000 URLs with credentials in them (a line
   number counted from the top for each finding: 2.4 MB took 60 s); and a JSON body whose
@@ -156,7 +157,7 @@ def main() -> None:
     from brain import embeddings
     from brain.inputs import parse_json
     from brain.text.secrets import find
-    from corpus.rendering import rendered_text
+    from corpus.rendering import render_markdown, rendered_text
     from corpus.services import page_validate
     from grants.principals import SYSTEM
     from grants.services import grant_issue, member_create
@@ -209,6 +210,13 @@ def main() -> None:
         "Markdown, 10,000 nested quotes", len(quotes),
         lambda: rendered_text(quotes, page_path="topics/x.md"),
         lambda: rendered_text(prose(rng, len(quotes)), page_path="topics/x.md"),
+    )  # fmt: skip
+    repeats = "## a\n" * 16_000  # heading ids once counted up from 1 for every repeat (33 s)
+    pair(
+        "Markdown, 16,000 repeated headings", len(repeats),
+        lambda: render_markdown(repeats, page_path="topics/x.md"),
+        lambda: render_markdown("".join(f"## {word}\n" for word in prose(rng, len(repeats)).split()[:16_000]),
+                                page_path="topics/x.md"),
     )  # fmt: skip
     digits = " ".join(rng.choice("0123456789") for _ in range(100_000))
     text = wrapped(rng, len(digits))

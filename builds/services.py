@@ -252,7 +252,10 @@ def build_delete_page(*, build: Build, path: str) -> BuildChange:
         if not Page.objects.visible_to(requester, "suggest").filter(pk=page.pk).exists():
             raise PermissionDenied(f"you hold no suggest permission on {path}")
         change, _ = BuildChange.objects.update_or_create(
-            build=locked, path=path, defaults={"action": BuildChange.Action.DELETE, "revision": None, "new_path": ""}
+            build=locked,
+            path=path,
+            # Proposed now, against the page as it is now: an earlier draft's moment is gone.
+            defaults={"action": BuildChange.Action.DELETE, "revision": None, "new_path": "", "read_at": None},
         )
         audit_record(
             actor=requester, action="build.delete_page", target_type="build", target=str(locked.public_id),

@@ -567,9 +567,13 @@ def calendar_refresh_requested(subscription_id: int) -> CalendarResult | None:
     message sent twice, or the sweep at the same moment, fetches it once; None when there was
     nothing to do (done already, removed, or its member is no longer active)."""
     now = timezone.now()
-    claimed = CalendarSubscription.objects.filter(
-        pk=subscription_id, refresh_requested_at__isnull=False, member__is_active=True, member__user__is_active=True
-    ).update(refresh_requested_at=None, last_checked_at=now)
+    claimed = (
+        CalendarSubscription.objects.filter(
+            pk=subscription_id, refresh_requested_at__isnull=False, member__is_active=True, member__user__is_active=True
+        )
+        .filter(_unclaimed(now))
+        .update(fetch_started_at=now, last_checked_at=now)
+    )
     if claimed != 1:
         return None
     subscription = CalendarSubscription.objects.select_related("member").get(pk=subscription_id)
@@ -634,9 +638,19 @@ def calendar_refresh(subscription: CalendarSubscription) -> CalendarResult:
         logger.exception("calendar refresh of subscription %s failed", subscription.pk)
         result.error = "an unexpected error; it was logged"
     CalendarSubscription.objects.filter(pk=subscription.pk).update(
-        last_checked_at=timezone.now(), last_error=result.error[:300], **changes
-    )
+        last_checked_at=timezone.now(), last_error=result.error[:300], refresh_requested_at=None,
+        fetch_started_at=None, **changes,
+    )  # fmt: skip
     return result
+
+
+# A claim older than this is a worker that died mid-fetch (a fetch is bounded at 30 s, an
+# import by the task's 300 s limit): the row may be claimed again.
+STALE_CLAIM = dt.timedelta(minutes=10)
+
+
+def _unclaimed(now: dt.datetime) -> Q:
+    return Q(fetch_started_at__isnull=True) | Q(fetch_started_at__lt=now - STALE_CLAIM)
 
 
 def calendar_refresh_due(*, limit: int = 50, seconds: float = 240.0) -> int:
@@ -666,9 +680,12 @@ def calendar_refresh_due(*, limit: int = 50, seconds: float = 240.0) -> int:
     for subscription in list(due):
         if time.monotonic() > stop:
             break
-        claimed = CalendarSubscription.objects.filter(
-            pk=subscription.pk, last_checked_at=subscription.last_checked_at
-        ).update(last_checked_at=timezone.now(), refresh_requested_at=None)
+        moment = timezone.now()
+        claimed = (
+            CalendarSubscription.objects.filter(pk=subscription.pk, last_checked_at=subscription.last_checked_at)
+            .filter(_unclaimed(moment))
+            .update(last_checked_at=moment, fetch_started_at=moment)
+        )
         if claimed != 1:
             continue  # another sweep took it (or it was removed)
         calendar_refresh(subscription)

@@ -185,6 +185,22 @@ def revision(layer: str) -> str:
         return str(cursor.fetchone()[0])  # type: ignore[index]
 
 
+def _administrators() -> str:
+    """A digest of who administers now: a cached shared capsule built while someone else did
+    (an administrator since suspended or demoted) is not served."""
+    from django.contrib.auth import get_user_model
+
+    members, users = Member._meta.db_table, get_user_model()._meta.db_table
+    sql = (
+        "SELECT md5(coalesce(string_agg(m.id::text, ',' ORDER BY m.id), '')) "  # noqa: S608 - model table names only
+        f"FROM {members} m JOIN {users} u ON u.id = m.user_id "
+        "WHERE m.role IN ('owner', 'admin') AND m.is_active AND u.is_active"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return str(cursor.fetchone()[0])[:12]  # type: ignore[index]
+
+
 def cache_key(layer: str, rev: str, kind: str, project_id: str | None) -> str:
     return f"capsule:v1:{layer}:{rev}:{kind}:{project_id or ''}"
 
@@ -204,7 +220,10 @@ def get_capsule(*, member: Member, kind: str, project_id: str | None = None, wor
     if not member.is_active:
         raise MemoryInvalid("only an active member reads capsules")
     layer = _layer(member, layer_name)
-    key = cache_key(layer, revision(layer), kind, project_id)
+    rev = revision(layer)
+    if layer_name == Workspace.COMPANY:
+        rev += ":" + _administrators()  # a contested shared slot serves an administrator's entry (``_settled``)
+    key = cache_key(layer, rev, kind, project_id)
     cached = cache.get(key)
     if isinstance(cached, dict) and isinstance(cached.get("payload"), dict) and isinstance(cached.get("etag"), str):
         payload = cached["payload"]

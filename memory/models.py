@@ -298,6 +298,9 @@ class CalendarSubscription(models.Model):
     # Set when its person subscribes or asks for "Refresh now": a worker fetches it next
     # (``memory.calendar_refresh``, else the sweep), never the web request.
     refresh_requested_at = models.DateTimeField(null=True, blank=True)
+    # Set while a worker fetches it (the claim: one fetch at a time); both are cleared with the
+    # outcome, so the page follows the row until the outcome is on it.
+    fetch_started_at = models.DateTimeField(null=True, blank=True)
     last_error = models.CharField(max_length=300, blank=True, default="")
     events_seen = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

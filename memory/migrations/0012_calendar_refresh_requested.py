@@ -15,4 +15,9 @@ class Migration(migrations.Migration):
             name='refresh_requested_at',
             field=models.DateTimeField(blank=True, null=True),
         ),
+        migrations.AddField(
+            model_name='calendarsubscription',
+            name='fetch_started_at',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
     ]

@@ -153,6 +153,14 @@ class PromotionRuleTests(BrainTestCase):
                 with pytest.raises(PromotionBlocked):
                     build_promote(actor=self.victor, build=draft)
                 assert "LIVE EDIT" in Page.objects.get(path="topics/pricing/a.md").current_revision.body  # type: ignore[union-attr]
+        # Proposed again after the live edit, as a delete, the change is current: not blocked.
+        again = build_open(actor=self.alice, title="Draft, link, then delete")
+        build_write_page(build=again, path="topics/pricing/c.md", markdown=page_markdown(title="C", body="# C\n\nx\n"))
+        build_link_pages(build=again, path="topics/pricing/c.md", target="topics/pricing/a.md")
+        build_promote(actor=self.victor, build=_submitted(self.bob, "Live C", ("topics/pricing/c.md", "LIVE C")))
+        build_delete_page(build=again, path="topics/pricing/c.md")
+        build_submit(actor=self.alice, build=again)
+        assert not [blocker for blocker in self.blockers(again) if "changed after" in blocker]
 
     def test_a_delete_proposed_before_an_edit_is_stale_and_an_edit_cannot_bring_back_a_deleted_page(self) -> None:
         stale_delete = build_open(actor=self.bob, title="Delete A")

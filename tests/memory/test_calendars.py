@@ -702,7 +702,20 @@ class CalendarSubscriptionTests(TestCase):
         assert self.server.seen == []
         subscription = CalendarSubscription.objects.get(member=self.alice)
         delay.assert_called_once_with(subscription.pk)
-        result = calendar_refresh_requested(subscription.pk)
+        # While the worker fetches, the page still follows the row (the outcome is not on it yet).
+        from memory import calendars
+
+        during: list[str] = []
+        real_fetch = calendars.fetch_calendar
+
+        def fetch_and_look(*args: Any, **kwargs: Any) -> Any:
+            during.append(self.client.get("/memory/calendars/").content.decode())
+            return real_fetch(*args, **kwargs)
+
+        with mock.patch.object(calendars, "fetch_calendar", fetch_and_look):
+            result = calendar_refresh_requested(subscription.pk)
+        assert "fetching…" in during[0]
+        assert 'hx-trigger="every 2s"' in during[0]
         assert result is not None
         assert (result.events, result.stored) == (2, 2)
         assert calendar_refresh_requested(subscription.pk) is None  # the message again: nothing to do

@@ -132,6 +132,11 @@ class CapsuleTests(TestCase):
         assert capsule.payload["sections"] == [{"slot": "constraints", "entry_id": str(kept.pk)}]
         assert capsule.payload["duplicate_slots"] == ["constraints"]
         assert capsule.payload["complete"] is False
+        # Cached, then the administrator suspended: the capsule does not keep serving their entry.
+        from accounts.services import member_suspend
+
+        member_suspend(actor=SYSTEM, member=dana)
+        assert self.core(workspace="company").payload["sections"] == []
         # Two members' entries (no administrator's): the slot is still omitted.
         self.entry("identity", "We are the platform team.", who=self.alice, workspace="company")
         self.entry("identity", "We are the data team.", who=self.bob, workspace="company", extra_tags=["y"])
