@@ -137,11 +137,16 @@ def _words(text: str) -> set[str]:
     return words
 
 
+# A list item's or heading's marker at a line's start ("- ", "* ", "+ ", "1. ", "## "), only
+# with its space: stripping "#*-" from both ends turned "-18 degrees" into "18 degrees".
+_LINE_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)]|#{1,6})\s+")
+
+
 def _sentences(body: str) -> list[str]:
     """Sentences of a chunk: Markdown soft-wrapped lines are joined first; headings and blank lines split."""
     sentences: list[str] = []
     for block in re.split(r"\n\s*\n|\n(?=#)", body):
-        joined = " ".join(line.strip(" #*-") for line in block.splitlines())
+        joined = " ".join(_LINE_MARKER.sub("", line).strip() for line in block.split("\n"))
         sentences.extend(part.strip() for part in re.split(r"(?<=[.!?])\s+", joined))
     return [sentence for sentence in sentences if len(sentence) >= 12]
 

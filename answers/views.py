@@ -10,6 +10,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from answers.models import Question
 from answers.services import as_readable_now, question_ask
+from brain.inputs import typed_back
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.decorators import limited_view, member_required
 from grants.models import Member
@@ -20,7 +21,8 @@ from grants.models import Member
 @member_required
 def ask(request: HttpRequest, member: Member) -> HttpResponseBase:
     problems: list[str] = []
-    typed = ""
+    # Search's "ask it as a question" link carries the terms (?q=): the box starts with them.
+    typed = typed_back(request.GET).get("q", "")[:1000] if request.method == "GET" else ""
     if request.method == "POST":
         try:
             question = question_ask(actor=member, text=request.POST.get("text", ""))

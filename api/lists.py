@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import django_filters
 from django.db.models import QuerySet
 from pydantic import BaseModel
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,6 +22,7 @@ from api.operations import Operation, run_operation
 from api.views import PlainView
 from brain.callers import Caller
 from brain.errors import error_body
+from brain.text.secrets import unstorable
 from corpus.models import Page, Source
 from grants.models import Member
 from mcp_api.tools.corpus import PageRef, SourceRef
@@ -32,6 +34,14 @@ class Cursor(CursorPagination):
     page_size = 20
     page_size_query_param = "limit"
     max_page_size = 200
+
+    def decode_cursor(self, request: Any) -> Any:
+        """DRF's reading of ``?cursor=``, refusing a position PostgreSQL cannot compare: a cursor
+        is base64, so a NUL inside it passed the control-character check and became a 500."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None and unstorable(str(cursor.position)) is not None:
+            raise NotFound(self.invalid_cursor_message)
+        return cursor
 
 
 class PageFilter(django_filters.FilterSet):  # type: ignore[misc]  # django-filter ships no types

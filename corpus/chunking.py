@@ -60,7 +60,10 @@ def _split_long(text: str, max_chars: int) -> list[str]:
 
 def chunk_markdown(body: str, *, max_chars: int = MAX_CHARS) -> list[ChunkText]:
     """Chunks of ``body`` in document order; empty sections produce none."""
-    lines = body.splitlines()
+    # Lines as markdown-it counts them (its token maps): "\n" after its own CR/CRLF folding.
+    # str.splitlines() also breaks at U+2028, U+0085, form and vertical tab feeds, shifting
+    # every later line: text was filed under the next heading, and a line lost.
+    lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     tokens = _parser.parse(body)
     headings: list[tuple[int, int, int, str]] = []  # (first line, line after, level, text)
     for index, token in enumerate(tokens):

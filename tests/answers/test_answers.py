@@ -154,6 +154,19 @@ class AnswerTests(BrainTestCase):
         assert "extractive" in notice
         assert "LLM_BASE_URL" in notice  # which setting gives a written answer
 
+    def test_a_quoted_sentence_keeps_its_signs(self) -> None:
+        """Stripping "#*-" from both ends of each line turned "-18 degrees" into "18 degrees":
+        an answer that said the opposite of its page."""
+        from answers.services import _sentences
+
+        assert _sentences("The freezer must always stay at\n-18 degrees Celsius or colder.") == [
+            "The freezer must always stay at -18 degrees Celsius or colder."
+        ]
+        assert _sentences("- Backups run nightly at two.\n\n## Restores are tested monthly.") == [
+            "Backups run nightly at two.",
+            "Restores are tested monthly.",
+        ]
+
     def test_two_pages_answering_about_equally_well_are_named_not_guessed_between(self) -> None:
         publish("topics/travel/hotels.md", title="Hotel nights",
                 body="# Hotel nights\n\n## Nightly cap\n\nHotel stays are capped at 180 euros a night, booked "

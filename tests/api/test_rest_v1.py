@@ -71,6 +71,14 @@ class RestTests(RestCase):
         assert "workspace" in bad.json()["error"]["message"]
         assert self.api.get("/api/v1/memories", {"team": "marketing"}).status_code == 400
         assert self.api.get("/api/v1/memories", {"team": "Shared"}).status_code == 200
+        # A cursor is base64: a NUL inside its position slipped past the control-character check
+        # and PostgreSQL refused the comparison (a 500). It is an invalid cursor, as any other.
+        import base64
+
+        for position in ("p=%00", "p=a%00b"):
+            tampered = base64.b64encode(position.encode()).decode()
+            answer = self.api.get("/api/v1/pages", {"cursor": tampered})
+            assert answer.status_code == 404, answer.content
 
     def test_memories_round_trip_and_the_team_argument(self) -> None:
         created = self.post("/api/v1/memories", {"content": "We ship on Thursdays.", "team": "company"})

@@ -36,3 +36,16 @@ def test_ids_are_content_addresses() -> None:
     assert first.id == chunk_id("A", "Same text.")
     assert first.id != again[0].id  # a different heading path is a different chunk
     assert chunk_markdown("## A\n\nSame text.\n")[0].id == first.id
+
+
+def test_unicode_line_separators_keep_text_under_its_own_heading() -> None:
+    """str.splitlines() broke lines at U+2028, NEL and form feeds where markdown-it does not:
+    text was filed under the next heading ("the alpha team" cited as "#beta-team") and a line lost."""
+    body = (
+        "# Teams\n\nOverview\u2028one\u2028two\x0cthree\n\n"
+        "## Alpha team\n\nThe alpha team deploys on Mondays.\n\n## Beta team\n\nb\n"
+    )
+    chunks = {chunk.heading_path: chunk.body for chunk in chunk_markdown(body)}
+    assert chunks["Teams > Alpha team"] == "The alpha team deploys on Mondays."
+    assert chunks["Teams > Beta team"] == "b"
+    assert chunks["Teams"] == "Overview\u2028one\u2028two\x0cthree"

@@ -42,3 +42,9 @@ class LexicalArmTests(BrainTestCase):
         assert lexeme_statistics_refresh() is None  # nothing changed: nothing recounted
         publish("topics/new.md", title="New", body="# New\n\nFresh words.\n")
         assert lexeme_statistics_refresh() is not None
+        # An edit that keeps the number of chunks: recounted too (the total alone missed it).
+        publish("topics/new.md", title="New", body="# New\n\nQuokka words.\n")
+        assert lexeme_statistics_refresh() is not None
+        counted = set(LexemeStatistic.objects.values_list("lexeme", flat=True))
+        assert "quokka" in counted
+        assert "fresh" not in counted

@@ -324,3 +324,15 @@ class EveryRouteAnswersAWrongMethodWithAPageTests(BrainTestCase):
                 if answer.status_code == 405 and not answer.content:
                     empty.append(f"{method.upper()} {url}")
         assert empty == []
+
+
+class AskFromSearchTests(BrainTestCase):
+    def test_the_ask_link_of_an_empty_search_carries_its_words_into_the_question_box(self) -> None:
+        """/ask?q=… opened an empty box: the words typed into search were lost."""
+        self.client.force_login(self.bob.user)
+        search = self.client.get("/search", {"q": "zebra onboarding rota"}).content.decode()
+        assert "/ask?q=zebra%20onboarding%20rota" in search
+        page = self.client.get("/ask", {"q": "zebra onboarding rota"}).content.decode()
+        assert ">zebra onboarding rota</textarea>" in page
+        token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+        assert token not in self.client.get("/ask", {"q": f"why {token}"}).content.decode()
