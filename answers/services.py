@@ -24,7 +24,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.text import slugify
 
 from answers.models import Question
 from brain import embeddings, llm
@@ -33,6 +32,7 @@ from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import lease_claim, lease_expired, lease_finish
 from brain.text.secrets import refuse
 from corpus.models import Page
+from corpus.rendering import heading_anchors
 from corpus.search import MAX_QUERY_CHARACTERS, SearchError, search
 from corpus.selectors import page_read
 from grants.models import Member, ServiceAccount
@@ -105,9 +105,37 @@ class Outcome:
     steps: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _anchor(heading_path: str) -> str:
-    last = heading_path.split(" > ")[-1] if heading_path else ""
-    return f"#{slugify(last)}" if slugify(last) else ""
+class Anchors:
+    """Where a citation of a section lands: the id the page's reader gives the chunk's heading
+    chain (``corpus.rendering.heading_anchors``), each page read once per use.
+
+    A slug of the last heading alone named no id for "Discounts > 12%", a reserved or repeated
+    heading, or a table's first row, and the wrong section for two "Notes" under two teams.
+    """
+
+    def __init__(self) -> None:
+        self.pages: dict[str, dict[str, str]] = {}
+
+    def cite(self, path: str, heading_path: str) -> str:
+        """``path`` with the anchor of ``heading_path`` on it, or bare when it has none."""
+        anchor = self._of(path).get(heading_path)
+        return f"{path}#{anchor}" if anchor else path
+
+    def checked(self, citation: str) -> str:
+        """A citation a model wrote, its anchor kept only when the page has that id."""
+        path, _, anchor = citation.partition("#")
+        return citation if anchor and anchor in self._of(path).values() else path
+
+    def _of(self, path: str) -> dict[str, str]:
+        if path not in self.pages:
+            page = Page.objects.select_related("current_revision").filter(path=path).first()
+            revision = page.current_revision if page is not None else None
+            self.pages[path] = (
+                heading_anchors(revision.body, page_path=path, title=page.title)
+                if page is not None and revision is not None
+                else {}
+            )
+        return self.pages[path]
 
 
 def _stem(word: str) -> str:
@@ -184,9 +212,10 @@ def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[st
     if not wanted:
         raise Refused("the question has no words to look for")
     candidates: list[tuple[int, str, str, str]] = []  # (retrieval order, sentence, citation, page title)
+    anchors = Anchors()
     for order, result in enumerate(found):
         for sentence in _sentences(result.body)[:SENTENCES_PER_CHUNK]:
-            candidates.append((order, sentence, result.path + _anchor(result.heading_path), result.title))
+            candidates.append((order, sentence, anchors.cite(result.path, result.heading_path), result.title))
     candidates = candidates[:MAX_CANDIDATE_SENTENCES]
     # Embedded together: the question, each sentence, then each titled sentence (an untitled
     # page's sentence is not embedded twice; its titled similarity is its bare one).
@@ -301,7 +330,8 @@ def investigate(asker: Member | ServiceAccount, text: str, budget: llm.Budget | 
     except SearchError as exc:
         raise Refused(str(exc)) from exc
     consulted = {result.path for result in found}
-    context = "\n\n".join(f"[{r.path}{_anchor(r.heading_path)}]\n{r.body}" for r in found) or "(no pages found)"
+    anchors = Anchors()
+    context = "\n\n".join(f"[{anchors.cite(r.path, r.heading_path)}]\n{r.body}" for r in found) or "(no pages found)"
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": f"Question: {text}\n\nPages:\n{context}"},
@@ -320,7 +350,8 @@ def investigate(asker: Member | ServiceAccount, text: str, budget: llm.Budget | 
         ]})  # fmt: skip
         for call in reply.tool_calls:
             steps.append({"tool": call["name"], "arguments": call["arguments"]})
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": _run_tool(asker, call, consulted)})
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": _run_tool(asker, call, consulted, anchors)})  # fmt: skip
     try:
         parsed = json.loads(reply.content)
         answer, citations = str(parsed["answer"]).strip(), [str(c) for c in parsed["citations"]]
@@ -332,10 +363,12 @@ def investigate(asker: Member | ServiceAccount, text: str, budget: llm.Budget | 
         grounded = _grounded(citations, consulted)
     except Refused as refusal:
         raise Refused(str(refusal), steps=steps) from refusal
+    # A section the page does not have (a model's invention) is cited as the page alone.
+    grounded = list(dict.fromkeys(anchors.checked(citation) for citation in grounded))
     return Outcome(answer=answer, citations=grounded, mode="model", retrieved=sorted(consulted), steps=steps)
 
 
-def _run_tool(asker: Member | ServiceAccount, call: dict[str, Any], consulted: set[str]) -> str:
+def _run_tool(asker: Member | ServiceAccount, call: dict[str, Any], consulted: set[str], anchors: Anchors) -> str:
     """A tool the model called, run as the asker; what it returned is added to ``consulted``."""
     arguments = call["arguments"] if isinstance(call["arguments"], dict) else {}
     if call["name"] == "search":
@@ -344,7 +377,7 @@ def _run_tool(asker: Member | ServiceAccount, call: dict[str, Any], consulted: s
         except SearchError as exc:
             return f"error: {exc}"
         consulted.update(result.path for result in results)
-        return "\n\n".join(f"[{r.path}{_anchor(r.heading_path)}]\n{r.body}" for r in results) or "no results"
+        return "\n\n".join(f"[{anchors.cite(r.path, r.heading_path)}]\n{r.body}" for r in results) or "no results"
     if call["name"] == "read_page":
         path = str(arguments.get("path", ""))
         try:

@@ -15,7 +15,9 @@ from markdown_it import MarkdownIt
 
 MAX_CHARS = 1200
 HEADING_SEPARATOR = " > "
-_parser = MarkdownIt("commonmark")
+# Tables on, as the reader renders (corpus.rendering): "# A | B" over "--- | ---" is a table
+# there, so it must not be a heading here (its anchor would name no id).
+_parser = MarkdownIt("commonmark").enable("table")
 
 
 @dataclass(frozen=True)

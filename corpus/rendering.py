@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 
 from brain.text.paths import PathError, validate_page_path
+from corpus.chunking import HEADING_SEPARATOR
 
 
 def _resolve(page_path: str, href: str) -> tuple[str, str] | None:
@@ -63,9 +64,10 @@ def _link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> 
     return str(renderer.renderToken(tokens, idx, options, env))
 
 
-# Ids of the page around the rendered body (base.html, the page and build pages): a heading
-# never takes one, or the skip link or an aria-labelledby would land on the heading instead.
-RESERVED_IDS = frozenset({"content", "site-nav", "graph-heading", "review", "build-progress"})
+# Ids of the page around the rendered body (base.html and the page's own view): a heading never
+# takes one, or the skip link or an aria-labelledby would land on the heading instead. Build
+# previews render without ids.
+RESERVED_IDS = frozenset({"content", "site-nav", "graph-heading"})
 
 
 def heading_slug(text: str) -> str:
@@ -78,26 +80,30 @@ def heading_slug(text: str) -> str:
 
 
 def _heading_ids(state: StateCore) -> None:
-    """Give each heading the id ``heading_slug`` names, distinct within the body.
+    """Give each heading the id ``heading_slug`` names, distinct within the body, and note in
+    ``env["anchors"]`` the id of each heading chain ("Teams > Beta team > Notes", as
+    ``corpus.chunking`` writes a chunk's heading path) for ``heading_anchors``.
 
-    A citation names a section by its heading alone, so of several headings with the same
-    text the first takes the plain slug (where the citation lands) and the later ones
+    Of several headings with the same text the first takes the plain slug and the later ones
     ``-1``, ``-2``…, skipping any id another heading or the page around already holds.
     """
     if not state.env.get("heading_ids"):
         return
     headings = [
-        (token, heading_slug(state.tokens[index + 1].content))
+        (token, heading_slug(state.tokens[index + 1].content), state.tokens[index + 1].content.strip())
         for index, token in enumerate(state.tokens)
         if token.type == "heading_open" and index + 1 < len(state.tokens)
     ]
-    plain = {slug for _, slug in headings}
+    anchors: dict[str, str] = state.env.setdefault("anchors", {})
+    chain: list[tuple[int, str]] = list(state.env.get("chain_root", []))
+    plain = {slug for _, slug, _ in headings}
     reserved = RESERVED_IDS | state.env.get("reserved_ids", frozenset())
     taken: set[str] = set()
     # The next number each slug tries: counting up from 1 for every repeat was quadratic
     # (16,000 "## a" headings: 33 s for a draft any suggest holder may write).
     following: dict[str, int] = {}
-    for token, slug in headings:
+    for token, slug, text in headings:
+        chain = [(level, name) for level, name in chain if level < int(token.tag[1])] + [(int(token.tag[1]), text)]
         if not slug:
             continue
         number = following.get(slug, 0)
@@ -108,6 +114,7 @@ def _heading_ids(state: StateCore) -> None:
         following[slug] = number + 1
         taken.add(candidate)
         token.attrSet("id", candidate)
+        anchors.setdefault(HEADING_SEPARATOR.join(name for _, name in chain), candidate)
 
 
 def _parser() -> MarkdownIt:
@@ -167,9 +174,34 @@ def render_markdown(
     ``heading_ids``: headings carry the ids citations point at; a caller rendering several
     bodies into one page (a build's previews) turns them off, or the ids would repeat.
     """
+    return str(_MARKDOWN.render(*_prepared(body, page_path, unavailable, title, heading_ids)))
+
+
+def _prepared(
+    body: str, page_path: str, unavailable: frozenset[str], title: str | None, heading_ids: bool
+) -> tuple[str, dict[str, Any]]:
     reserved: frozenset[str] = frozenset()
+    root: list[tuple[int, str]] = []
     if title is not None:
-        body = without_title_heading(body, title)
+        stripped = without_title_heading(body, title)
+        if stripped is not body:  # its chunks' heading paths still begin with it
+            root = [(1, body.lstrip("\n").partition("\n")[0][2:].strip())]
+        body = stripped
         reserved = frozenset({heading_slug(title)})
-    env = {"page_path": page_path, "unavailable": unavailable, "heading_ids": heading_ids, "reserved_ids": reserved}
-    return str(_MARKDOWN.render(body, env))
+    env = {"page_path": page_path, "unavailable": unavailable, "heading_ids": heading_ids, "reserved_ids": reserved,
+           "chain_root": root, "anchors": {}}  # fmt: skip
+    return body, env
+
+
+def heading_anchors(body: str, *, page_path: str, title: str) -> dict[str, str]:
+    """The id each heading chain lands on in the page as ``page_detail`` renders it (``body``
+    with ``title``): chain ("A > B", a chunk's heading path) → id, the first of equal chains.
+    A chain under the page's own title heading lands on the page's ``h1`` (the title's slug).
+    Citations are made from this, so an anchor always names an id the page has, and the right one.
+    """
+    body, env = _prepared(body, page_path, frozenset(), title, True)
+    _MARKDOWN.parse(body, env)
+    anchors: dict[str, str] = env["anchors"]
+    if env["chain_root"] and heading_slug(title):
+        anchors.setdefault(env["chain_root"][0][1], heading_slug(title))
+    return anchors

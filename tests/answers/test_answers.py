@@ -154,6 +154,27 @@ class AnswerTests(BrainTestCase):
         assert "extractive" in notice
         assert "LLM_BASE_URL" in notice  # which setting gives a written answer
 
+    def test_citations_land_on_the_section_they_quote(self) -> None:
+        """The anchor was the slug of the last heading alone: "Discounts > 12%" cited "#12", the
+        beta team's "Notes" the alpha team's, a heading equal to the title the page's h1, and a
+        table's first row a heading the page does not have."""
+        from answers.services import Anchors
+
+        path = "topics/pricing/limits.md"
+        publish(path, title="Überblick", body=(
+            "# Überblick\n\nIntro.\n\n## Discounts > 12%\n\nFinance signs.\n\n## Alpha team\n\n### Notes\n\nA.\n\n"
+            "## Beta team\n\n### Notes\n\nB.\n\n## Überblick\n\nAgain.\n\n# Rota | Hours\n--- | ---\nMon | 9\n"
+        ))  # fmt: skip
+        anchors = Anchors()
+        assert anchors.cite(path, "Überblick > Discounts > 12%") == f"{path}#discounts-12"
+        assert anchors.cite(path, "Überblick > Alpha team > Notes") == f"{path}#notes"
+        assert anchors.cite(path, "Überblick > Beta team > Notes") == f"{path}#notes-1"
+        assert anchors.cite(path, "Überblick > Überblick") == f"{path}#uberblick-1"
+        assert anchors.cite(path, "Überblick") == f"{path}#uberblick"  # the page's h1
+        assert anchors.cite(path, "Rota | Hours") == path  # a table, not a heading: no anchor
+        assert anchors.checked(f"{path}#notes-1") == f"{path}#notes-1"
+        assert anchors.checked(f'{path}#no-such-heading"><b>x') == path  # a model's invention
+
     def test_a_quoted_sentence_keeps_its_signs(self) -> None:
         """Stripping "#*-" from both ends of each line turned "-18 degrees" into "18 degrees":
         an answer that said the opposite of its page."""

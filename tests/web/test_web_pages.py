@@ -13,7 +13,7 @@ from django.core import mail
 from django.test import Client, TestCase
 
 from accounts.services import member_invite
-from answers.services import _anchor
+from answers.services import Anchors
 from builds.driver import import_job_create, job_step
 from builds.models import Build, BuildCredential, BuildJob
 from builds.services import build_credential_issue, build_open
@@ -109,17 +109,20 @@ class HeadingAnchorTests(BrainTestCase):
         html = self.client.get(f"/pages/{path}").content.decode()
         ids = re.findall(r'\sid="([^"]*)"', html)
         assert len(ids) == len(set(ids)), sorted(ids)  # no id twice on the page
-        anchors = {_anchor(chunk.heading_path) for chunk in chunk_markdown(self.BODY)} - {""}
-        assert anchors >= {
-            "#approvals",
-            "#approval-rules",
-            "#notes",
-            "#notes-1",
-            "#content",
-            "#img-srcx-onerroralert1-escapes",
+        citer = Anchors()
+        cited = {chunk.heading_path: citer.cite(path, chunk.heading_path) for chunk in chunk_markdown(self.BODY)}
+        assert cited == {
+            "Approvals": f"{path}#approvals",
+            "Approvals > Approval *rules*": f"{path}#approval-rules",
+            "Approvals > Notes": f"{path}#notes",
+            "Approvals > Notes > Notes": f"{path}#notes-2",  # the second "Notes", not the first
+            "Approvals > Notes 1": f"{path}#notes-1",
+            "Approvals > Content": f"{path}#content-1",  # the heading, not main#content
+            'Approvals > "><img src=x onerror=alert(1)> Escapes': f"{path}#img-srcx-onerroralert1-escapes",
+            "Approvals > Gebühren": f"{path}#gebuhren",
         }
-        for anchor in anchors:
-            assert anchor[1:] in ids, (anchor, ids)
+        for citation in cited.values():
+            assert citation.split("#", 1)[1] in ids, (citation, ids)
         # Each citation lands on its own section: the heading carrying the id has its text.
         assert re.search(r'<h2 id="approval-rules">Approval <em>rules</em></h2>', html)
         assert re.search(r'<h2 id="notes-1">Notes 1</h2>', html)  # the real "Notes 1", not a renamed duplicate
