@@ -28,12 +28,15 @@ class CliError(Exception):
 
 
 def _failure(response: httpx.Response) -> CliError:
+    message, request_id = response.reason_phrase or f"HTTP {response.status_code}", None
     try:
-        error = response.json().get("error", {})
-        message = str(error.get("message") or response.reason_phrase)
-        request_id = error.get("request_id")
+        body = response.json()
     except ValueError:
-        message, request_id = response.reason_phrase or f"HTTP {response.status_code}", None
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):  # Brain's error body; anything else is said by its status alone
+        message = str(error.get("message") or message)
+        request_id = error.get("request_id")
     suffix = f" (request {request_id})" if request_id else ""
     status = response.status_code
     if status in (401, 403):
@@ -68,11 +71,15 @@ class Api:
             raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None
         self._check(response)
         try:
-            return response.json()
+            answer = response.json()
         except ValueError:
+            answer = None
+        if not isinstance(answer, dict):  # every v1 operation answers an object
             raise CliError(
-                f"{self.base} did not answer with JSON (HTTP {response.status_code}): is the URL Brain's?", UNAVAILABLE
-            ) from None
+                f"{self.base} did not answer as Brain does (HTTP {response.status_code}): is the URL Brain's?",
+                UNAVAILABLE,
+            )
+        return answer
 
     def stream(self, path: str) -> Iterator[bytes]:
         try:

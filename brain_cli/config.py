@@ -26,18 +26,38 @@ def config_path() -> Path:
     return Path(base) / "config.json"
 
 
+class ConfigInvalid(Exception):
+    """The saved file or the environment says something the CLI cannot use (one line, no traceback)."""
+
+
 def load() -> Settings | None:
-    """The saved settings with environment overrides, or None when neither says where to go."""
+    """The saved settings with environment overrides, or None when neither says where to go.
+
+    The saved token goes only to the saved URL: ``BRAIN_URL`` alone (another server) needs its
+    own ``BRAIN_TOKEN``, or a personal token would be sent to whatever the variable names.
+    Raises ``ConfigInvalid`` for a file that is not ``{"url": …, "token": …}`` or a token
+    that is not printable ASCII (an HTTP header cannot carry it).
+    """
     saved: dict[str, str] = {}
     path = config_path()
     if path.exists():
         try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
+            loaded = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            saved = {}
-    url = os.environ.get("BRAIN_URL") or saved.get("url") or ""
-    token = os.environ.get("BRAIN_TOKEN") or saved.get("token") or ""
+            loaded = {}
+        if not isinstance(loaded, dict) or not all(isinstance(loaded.get(key, ""), str) for key in ("url", "token")):
+            raise ConfigInvalid(f"{path} is not a Brain CLI config (url and token, as text): run `brain setup` again")
+        saved = loaded
+    env_url, env_token = os.environ.get("BRAIN_URL", ""), os.environ.get("BRAIN_TOKEN", "")
+    url = env_url or saved.get("url") or ""
+    token = env_token or (saved.get("token") or "" if not env_url or _same(env_url, saved.get("url", "")) else "")
+    if token and not (token.isascii() and token.isprintable()):
+        raise ConfigInvalid("the token holds characters a token never has: copy it again from your Brain")
     return Settings(url=url.rstrip("/"), token=token) if url and token else None
+
+
+def _same(one: str, other: str) -> bool:
+    return one.rstrip("/") == other.rstrip("/")
 
 
 def save(settings: Settings) -> Path:

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.table import Table
 
 from brain_cli import config
-from brain_cli.client import UNAUTHORISED, USAGE, Api, CliError
+from brain_cli.client import UNAUTHORISED, UNAVAILABLE, USAGE, Api, CliError
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -39,9 +39,16 @@ class Context:
         self.as_json = as_json
 
     def api(self) -> Api:
-        settings = config.load()
+        try:
+            settings = config.load()
+        except config.ConfigInvalid as invalid:
+            raise CliError(str(invalid), UNAUTHORISED) from None
         if settings is None:
-            raise CliError("not set up: run `brain setup --url URL --token TOKEN`", UNAUTHORISED)
+            raise CliError(
+                "not set up: run `brain setup --url URL --token TOKEN` (BRAIN_URL naming another server than "
+                "the saved one needs its own BRAIN_TOKEN)",
+                UNAUTHORISED,
+            )
         return Api(settings)
 
     def emit(self, data: Any, human: Callable[[Any], None]) -> None:
@@ -103,7 +110,11 @@ def _memory_line(memory: dict[str, Any]) -> None:
 def setup(ctx: Context, url: str, token: str) -> None:
     """Save the server URL and your personal token (checked first; stored readable by you only)."""
     settings = config.Settings(url=url.strip().rstrip("/"), token=token.strip())
+    if not (settings.token.isascii() and settings.token.isprintable()):
+        raise CliError("the token holds characters a token never has: copy it again from your Brain", USAGE)
     teams = Api(settings).call("GET", "/team/workspaces")
+    if not isinstance(teams.get("teams"), list):  # checked before anything is saved
+        raise CliError(f"{settings.url} did not answer as Brain does: is the URL Brain's?", UNAVAILABLE)
     path = config.save(settings)
     ctx.emit({"saved": str(path), "teams": teams["teams"]}, lambda _: out.print(f"Saved to {path}. Ready."))
 

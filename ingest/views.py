@@ -52,6 +52,10 @@ def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Extraction:
     """
     if upload is None:
         raise ValidationError({"file": "choose a file to upload"})
+    for name in ("key", "title", "category", "sensitivity"):
+        # A multipart part sent as a file where text belongs (the REST view's data holds both).
+        if name in fields and not isinstance(fields.get(name), str):
+            raise ValidationError({name: f"{name} must be a text field, not a file"})
     limit = int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"])
     if upload.size is not None and upload.size > limit:  # before reading it into memory
         raise ValidationError({"file": f"the file is {upload.size:,} bytes; the limit is {limit:,}"})

@@ -154,7 +154,7 @@ class BrainCliTests(LiveServerTestCase):
             ({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, ("stats",), 5, "redirects to https://"),
             ({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, ("export", "-o", str(self.home / "x.zip")),
              5, "redirects to"),
-            ({"BRAIN_URL": base, "BRAIN_TOKEN": self.token}, ("list",), 5, "did not answer with JSON"),
+            ({"BRAIN_URL": base, "BRAIN_TOKEN": self.token}, ("list",), 5, "did not answer as Brain does"),
             ({"BRAIN_URL": "http://[::1", "BRAIN_TOKEN": self.token}, ("stats",), 5, "cannot reach"),
             ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("get", "count"), 2, "not a memory id"),
             ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("forget", "--yes", "../x"), 2,
@@ -179,6 +179,47 @@ class BrainCliTests(LiveServerTestCase):
                 assert result.stderr.count("\n") == 1, result.stderr
                 assert words in result.stderr, result.stderr
                 assert result.returncode == code, (result.returncode, result.stderr)
+
+    def test_the_saved_token_goes_only_to_the_saved_server_and_odd_configs_are_one_line(self) -> None:
+        """BRAIN_URL alone sent the saved token to whatever it named; a config of [] or a
+        non-ASCII token, and a JSON answer that is not an object, were tracebacks."""
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        heard: list[str] = []
+
+        class Listener(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                heard.append(self.headers.get("Authorization", ""))
+                body = b"[1, 2]"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.shutdown)
+        elsewhere = f"http://127.0.0.1:{server.server_address[1]}"
+        (self.home / "config.json").write_text(json.dumps({"url": self.live_server_url, "token": self.token}))
+        assert self.brain("--json", "stats").returncode == 0
+        redirected = self.brain("stats", env={"BRAIN_URL": elsewhere})
+        assert redirected.returncode == 3
+        assert heard == []  # the saved token never left for the other server
+        answered = self.brain("stats", env={"BRAIN_URL": elsewhere, "BRAIN_TOKEN": "bmt_for-elsewhere"})
+        assert (answered.returncode, heard) == (5, ["Bearer bmt_for-elsewhere"])
+        assert "did not answer as Brain does" in answered.stderr
+        for content in ("[]", '"str"', "null", '{"url": 5, "token": "x"}'):
+            (self.home / "config.json").write_text(content)
+            broken = self.brain("list")
+            assert (broken.returncode, broken.stderr.count("\n")) == (3, 1), (content, broken.stderr)
+            assert "Traceback" not in broken.stderr
+        odd = self.brain("list", env={"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": "bmt_sécret"})
+        assert (odd.returncode, "Traceback" in odd.stderr) == (3, False)
 
     def test_python_dash_m_works_too(self) -> None:
         result = subprocess.run(
