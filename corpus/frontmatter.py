@@ -138,7 +138,14 @@ def validate_source_id(source_id: object) -> str:
         raise ValueError("a capture id is lower-case a-z, 0-9, '.', '-', '_' segments joined by '/' (≤ 200 chars)")
     if any(segment in {".", ".."} for segment in source_id.split("/")):
         raise ValueError("a capture id must not contain '.' or '..' segments")
+    if source_id == "search" or (source_id.rsplit("/", 1)[-1] in RESERVED_SOURCE_ENDINGS and "/" in source_id):
+        # REST v1 reads /sources/search, /sources/<key>/status and /sources/<key>/tags: such a
+        # capture could never be read there by its own key (another capture's status answered).
+        raise ValueError("a capture id must not be 'search' nor end in '/status' or '/tags' (REST v1 routes)")
     return source_id
+
+
+RESERVED_SOURCE_ENDINGS = frozenset({"status", "tags"})
 
 
 _FRONTMATTER_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:")
