@@ -45,7 +45,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "append": {"request": {"text": "Moved to Fridays from December."}, "response": MEMORY},
     "set_status": {"request": {"status": "canonical"}, "response": MEMORY},
     "share": {"request": {"workspace": "company"}, "response": {"id": MEMORY_ID, "message": "Shared to company."}},
-    "link": {"request": {"from_id": MEMORY_ID, "to_id": OTHER_ID, "type": "supports"}},
+    "link": {"request": {"from_id": MEMORY_ID, "to_id": OTHER_ID, "type": "caused_by"}},
     "get": {"response": MEMORY},
     "list_memories": {"response": {"results": [MEMORY], "next": None, "previous": None}},
     "recall": {"response": {"results": [{**MEMORY, "score": 0.82, "similarity": 0.79, "hop": 0}], "degraded": False}},

@@ -86,7 +86,8 @@ class ToolSchema(AutoSchema):
         operation = self._operation()
         if operation is not None:
             return _body_model(operation.definition.input_model, self.path)
-        return getattr(self.view, "request_model", None)
+        # A body that is not JSON (a multipart upload, JSON lines): its media type → its schema.
+        return getattr(self.view, "request_body", None) or getattr(self.view, "request_model", None)
 
     def get_examples(self) -> list[Any]:
         example = EXAMPLES.get(self.get_operation_id(), {})

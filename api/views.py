@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -268,6 +268,16 @@ class BuildImport(PlainView):
     rate_class = "upload"
     operation_id = "import_build"
     parser_classes = [MultiPartParser]
+    request_body: ClassVar[dict[str, Any]] = {
+        "multipart/form-data": {
+            "type": "object",
+            "properties": {
+                "archive": {"type": "string", "format": "binary", "description": "A zip of Markdown pages"},
+                "title": {"type": "string", "description": "The build's title"},
+            },
+            "required": ["archive"],
+        }
+    }
     response_models = {202: ImportStarted}
 
     def post(self, request: Request) -> Response:
@@ -418,6 +428,15 @@ class MemoryImport(PlainView):
     rate_class = "upload"
     operation_id = "import_memories"
     parser_classes = [PlainTextLinesParser]
+    request_body: ClassVar[dict[str, Any]] = {
+        "application/x-ndjson": {
+            "type": "array",
+            "description": "Up to 500 lines, each one JSON object (a memory): content, and tags, workspace, "
+            "status, source, importance, kind, volatility as for capturing one",
+            "maxItems": 500,
+            "items": {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+        }
+    }
     response_models = {200: ImportOut}
 
     def post(self, request: Request) -> Response:
@@ -444,6 +463,19 @@ class SourceUpload(PlainView):
     rate_class = "upload"
     operation_id = "upload_source"
     parser_classes = [MultiPartParser]
+    request_body: ClassVar[dict[str, Any]] = {
+        "multipart/form-data": {
+            "type": "object",
+            "properties": {
+                "file": {"type": "string", "format": "binary", "description": "The document"},
+                "key": {"type": "string", "description": "The capture's key (default: generated)"},
+                "title": {"type": "string"},
+                "category": {"type": "string"},
+                "sensitivity": {"type": "string", "enum": ["ordinary", "restricted", "secret"]},
+            },
+            "required": ["file"],
+        }
+    }
     response_models = {202: UploadOut}
 
     def post(self, request: Request) -> Response:
