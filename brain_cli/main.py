@@ -311,8 +311,10 @@ def ask(ctx: Context, question: tuple[str, ...], timeout: int) -> None:
     answer = filed
     with err.status("Waiting for the answer…", spinner="dots") if not ctx.as_json else _nothing():
         while True:
-            answer = api.call("GET", f"/questions/{filed['question_id']}", params={"wait_seconds": 10})
-            if answer["status"] in ("answered", "refused", "failed") or time.monotonic() > deadline:
+            # The server holds each poll up to wait_seconds: never past the caller's deadline.
+            left = max(1, min(10, int(deadline - time.monotonic())))
+            answer = api.call("GET", f"/questions/{filed['question_id']}", params={"wait_seconds": left})
+            if answer["status"] in ("answered", "refused", "failed") or time.monotonic() >= deadline:
                 break
 
     def human(a: dict[str, Any]) -> None:
@@ -390,9 +392,17 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
 
 
 def main() -> None:
-    """Entry point of the ``brain`` console script."""
+    """Entry point of the ``brain`` console script.
+
+    Click's standalone mode turned Ctrl-C into "Aborted!" and exit 1, the code of a refusal:
+    it is 130 here, as shells expect of an interrupt."""
     try:
-        cli.main(prog_name="brain", standalone_mode=True)
-    except KeyboardInterrupt:
+        cli.main(prog_name="brain", standalone_mode=False)
+    except (KeyboardInterrupt, click.Abort):
         err.print("brain: interrupted")
         sys.exit(130)
+    except click.ClickException as error:  # usage errors: click's own message and code (2)
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as done:  # --help, --version
+        sys.exit(done.exit_code)

@@ -221,6 +221,30 @@ class BrainCliTests(LiveServerTestCase):
         odd = self.brain("list", env={"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": "bmt_sécret"})
         assert (odd.returncode, "Traceback" in odd.stderr) == (3, False)
 
+    def test_an_interrupt_exits_130_not_the_refusal_code(self) -> None:
+        """Click turned Ctrl-C into "Aborted!" and exit 1, the code of a refused request."""
+        import signal
+        import socket
+        import time
+
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        self.addCleanup(silent.close)
+        environment = {key: value for key, value in os.environ.items() if not key.startswith("BRAIN_")}
+        address = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        environment.update(
+            {"BRAIN_CONFIG_DIR": str(self.home), "NO_COLOR": "1", "BRAIN_URL": address, "BRAIN_TOKEN": self.token}
+        )
+        waiting = subprocess.Popen([BRAIN, "stats"], env=environment, stderr=subprocess.PIPE, text=True)
+        connection, _ = silent.accept()  # it is waiting for an answer that never comes
+        self.addCleanup(connection.close)
+        time.sleep(0.3)
+        waiting.send_signal(signal.SIGINT)
+        _, stderr = waiting.communicate(timeout=30)
+        assert waiting.returncode == 130, stderr
+        assert "Traceback" not in stderr
+
     def test_python_dash_m_works_too(self) -> None:
         result = subprocess.run(
             [sys.executable, "-m", "brain_cli", "--help"], capture_output=True, text=True, timeout=60
