@@ -69,6 +69,13 @@ def _sqlstate(exc: BaseException) -> str:
     return ""
 
 
+def past_program_limits(exc: BaseException) -> bool:
+    """Whether PostgreSQL refused the statement for its program limits (SQLSTATE class 54: a
+    tsvector over 1 MB, a statement too complex): psycopg files these as operational errors,
+    but the database is up and every retry fails the same way."""
+    return _sqlstate(exc).startswith(PROGRAM_LIMIT_EXCEEDED)
+
+
 def database_unavailable(exc: BaseException) -> Problem | None:
     """503 ``unavailable`` for a database that does not answer (down, restarting, connection
     lost mid-request); 400 ``too_complex`` for a request past its program limits (SQLSTATE
@@ -77,7 +84,7 @@ def database_unavailable(exc: BaseException) -> Problem | None:
     if not isinstance(exc, DATABASE_UNAVAILABLE):
         return None
     first_line = next(iter(str(exc).splitlines()), "")
-    if _sqlstate(exc).startswith(PROGRAM_LIMIT_EXCEEDED):
+    if past_program_limits(exc):
         # The database answered: this request is beyond what it runs (a 100 KB query nested
         # the full-text parser past PostgreSQL's stack). Retrying the same request fails again.
         logger.warning("request beyond the database's limits: %s", first_line)

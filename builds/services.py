@@ -746,10 +746,25 @@ def build_import(
         raise ImportInvalid(reports)
 
     result = ImportResult()
-    live_sha = dict(
-        Page.objects.filter(path__in=[path for path, _, _ in pending]).values_list("path", "current_revision__sha256")
-    )
-    changed = [(p, m, d) for p, m, d in pending if live_sha.get(p) != markdown_sha(m)]
+    live = {
+        path: (sha, frontmatter, body)
+        for path, sha, frontmatter, body in Page.objects.filter(
+            path__in=[path for path, _, _ in pending], current_revision__isnull=False
+        ).values_list("path", "current_revision__sha256", "current_revision__frontmatter", "current_revision__body")
+    }
+
+    def same_as_live(path: str, markdown: str, document: PageDocument) -> bool:
+        # The same bytes, or the same page read back: an export (or a mirror's clone) writes the
+        # frontmatter and body as the reader shows them, not byte for byte as first written, and
+        # every page of its re-import was a new revision of nothing.
+        if path not in live:
+            return False
+        sha, frontmatter, body = live[path]
+        return sha == markdown_sha(markdown) or (
+            frontmatter == document.frontmatter and str(body).strip("\n") == document.body.strip("\n")
+        )
+
+    changed = [(p, m, d) for p, m, d in pending if not same_as_live(p, m, d)]
     result.unchanged = len(pending) - len(changed)
     if not changed:
         return result
@@ -764,8 +779,8 @@ def build_import(
                 actor=requester, path=path, markdown=markdown, document=document, chunks=chunked[path]
             )
             BuildChange.objects.create(build=build, path=path, action=BuildChange.Action.WRITE, revision=revision)
-            result.created += path not in live_sha
-            result.updated += path in live_sha
+            result.created += path not in live
+            result.updated += path in live
             result.chunks.total += stats.total
         result.chunks.reused = result.chunks.total - result.chunks.new
         build.status = Build.Status.AWAITING_REVIEW

@@ -240,10 +240,11 @@ class SourceManager(_SourceManagerBase["Source"]):
 
 
 # Of a capture's text, the characters its words are indexed from (``Source.search_vector``). A
-# tsvector holds at most 1 MB: one 2.3 MB upload once made every reader's capture search an
-# error; 200,000 characters of the densest text measured (distinct two-character CJK words)
-# give 0.92 MB. The capture's chunks are still found by meaning, all of them.
-LEXICAL_SOURCE_CHARACTERS = 200_000
+# tsvector holds at most 1 MB, and a stored column that overflows it refuses the row (and
+# stopped the migration adding it): the densest text measured — distinct hyphenated CJK pairs,
+# each indexed whole and by its parts — costs 8.3 bytes a character, so 50,000 characters stay
+# under 0.5 MB with room for worse. The capture's chunks are still found by meaning, all of them.
+LEXICAL_SOURCE_CHARACTERS = 50_000
 
 
 class Source(models.Model):

@@ -23,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain import embeddings
-from brain.domain import DATABASE_UNAVAILABLE
+from brain.domain import DATABASE_UNAVAILABLE, past_program_limits
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_holds
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse_all, storable
@@ -175,8 +175,15 @@ def extraction_run(extraction_id: int) -> str:
                 extractor_version=converted.extractor_version, char_count=len(text), pages=converted.pages,
                 masked={category: count for category, count in counts.items() if count},
             )  # fmt: skip
-    except DATABASE_UNAVAILABLE:
-        raise  # the database is away: the lease expires and the sweep runs it again, rightly
+    except DATABASE_UNAVAILABLE as error:
+        if not past_program_limits(error):
+            raise  # the database is away: the lease expires and the sweep runs it again, rightly
+        # Up, but refusing this text whatever the retry (re-converted and re-embedded every
+        # ten minutes, "running" for ever): ended as failed, once.
+        logger.warning("extraction %s: the database refused the text as past its limits", extraction.pk)
+        _finish(lease, started, status=Extraction.Status.FAILED,
+                error="the extracted text is too large or complex for the database to index")  # fmt: skip
+        return "failed"
     except Exception:
         # Anything else would fail the same way on every retry: end it as failed, once.
         logger.exception("extraction %s: the text could not be stored", extraction.pk)

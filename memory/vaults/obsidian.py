@@ -37,7 +37,7 @@ from django.core.exceptions import PermissionDenied
 
 from grants.models import Member
 from memory.classify import MemoryInvalid
-from memory.models import Kind, LinkType, Memory, Status
+from memory.models import Kind, LinkType, Memory, Status, Workspace
 from memory.occurred import occurred_or_none
 from memory.services import workspace_value
 from memory.vaults import frontmatter
@@ -103,7 +103,9 @@ def vault_files_from_zip(data: bytes | IO[bytes]) -> tuple[dict[str, bytes], str
     Notes are inflated (bounded: ``memory.vaults.archive``); other files map to ``b""`` and are
     never inflated. A zip whose every entry sits in one top folder (a vault zipped as its
     folder, without ``.obsidian/`` at the root) has that folder removed from the paths, so the
-    origins match an import of the folder itself; its name is returned as the vault's name.
+    origins match an import of the folder itself; its name is returned as the vault's name —
+    except a layer folder of Brain's own export (``personal/``, ``company/``): its links name
+    that folder (``[[personal/…]]``), and cutting it left every one of them unresolved.
     """
     contents = read_zip(data, wanted=is_note, limits=VAULT_ZIP, what="the vault zip")
     files = {**{name: b"" for name in contents.others}, **contents.files}
@@ -111,7 +113,7 @@ def vault_files_from_zip(data: bytes | IO[bytes]) -> tuple[dict[str, bytes], str
     tops = {name.split("/", 1)[0] for name in visible}
     if len(tops) == 1 and all("/" in name for name in visible):
         (top,) = tops
-        if not top.startswith("."):
+        if not top.startswith(".") and top not in Workspace.values:
             cut = len(top) + 1
             return {name[cut:]: data for name, data in files.items() if name.startswith(top + "/")}, top
     return files, None

@@ -242,3 +242,25 @@ class CorpusImportCommandTests(VictorMixin, BrainTestCase):
             )
         assert result.returncode != 0
         assert "'nobody' is not an active member" in result.stderr
+
+
+class ExportRoundTripTests(VictorMixin, BrainTestCase):
+    def test_an_unchanged_exported_page_reimports_as_unchanged(self) -> None:
+        """The export writes a page as the reader shows it (a blank line after the frontmatter,
+        no trailing newline), never byte for byte as first written: every re-imported page was
+        a new revision of nothing."""
+        from corpus.export import corpus_plan, corpus_render
+
+        victor = self.victor  # type: ignore[attr-defined]
+        build_import(requester=self.alice, approver=victor, files=TREE.items())
+        revisions = Revision.objects.count()
+        exported = [
+            (rendered.entry.subject, rendered.file.data.decode())
+            for rendered in corpus_render(self.alice, corpus_plan(self.alice))
+            if rendered.entry.kind == "page"
+        ]
+        assert {path for path, _ in exported} == set(TREE)
+        assert any(markdown != TREE[path] for path, markdown in exported)  # not byte for byte
+        result = build_import(requester=self.alice, approver=victor, files=exported)
+        assert (result.created, result.updated, result.unchanged) == (0, 0, len(TREE))
+        assert Revision.objects.count() == revisions

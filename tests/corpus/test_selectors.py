@@ -162,12 +162,17 @@ class SelectorTests(BrainTestCase):
 
     def test_capture_words_are_read_from_the_stored_index_not_parsed_per_query(self) -> None:
         """Each capture search parsed every visible capture's text (up to 200,000 characters
-        each) again; the words are now a stored, GIN-indexed column, and the densest text a
-        capture can hold (distinct two-character CJK words) still fits in a tsvector."""
+        each) again; the words are now a stored, GIN-indexed column, and the densest text
+        measured (distinct hyphenated CJK pairs, indexed whole and by part: 1.27 MB of tsvector
+        at 200,000 characters, which refused the row) still fits: a capture of it is stored."""
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        dense = " ".join(chr(0x4E00 + n // 300) + chr(0x4E00 + n % 300) for n in range(90_000))
+        dense = " ".join(
+            chr(0x4E00 + n // 200) + chr(0x4E00 + n % 200) + "-" + chr(0x5E00 + n // 200) + chr(0x5E00 + n % 200)
+            for n in range(34_000)
+        )
+        assert len(dense) > 200_000
         capture("gdrive/dense", title="Dense glossary", text=dense)
         with CaptureQueriesContext(connection) as queries:
             found = [s.key for s in source_search(principal=self.alice, query="glossary")]

@@ -190,6 +190,30 @@ class IngestTests(TestCase):
                 assert ("hello" in text) if filename.endswith(".pdf") else ("before" in text)
                 assert extraction.document.detected_type == {"pdf": "pdf", "html": "html"}[filename.rsplit(".", 1)[1]]
 
+    def test_text_past_the_databases_limits_fails_once_instead_of_retrying_for_ever(self) -> None:
+        """PostgreSQL refusing a text for its program limits (SQLSTATE class 54: a 1.27 MB
+        tsvector) is an operational error to psycopg: the extraction was re-raised as "database
+        down", stayed running, and the sweep re-converted and re-embedded it every ten minutes."""
+        from django.db import connection
+
+        from corpus.models import SourceChunk
+
+        dense = " ".join(
+            chr(0x4E00 + n // 200) + chr(0x4E00 + n % 200) + "-" + chr(0x5E00 + n // 200) + chr(0x5E00 + n % 200)
+            for n in range(34_000)
+        )
+        real = SourceChunk.objects.bulk_create
+
+        def refused_by_the_database(*args: Any, **kwargs: Any) -> Any:
+            with connection.cursor() as cursor:  # PostgreSQL's own refusal, at the storing step
+                cursor.execute("SELECT to_tsvector('english', %s)", [dense])
+            return real(*args, **kwargs)
+
+        with mock.patch.object(SourceChunk.objects, "bulk_create", refused_by_the_database):
+            extraction = self.ingest("notes.txt", BODY.encode())
+        assert extraction.status == "failed"
+        assert "too large or complex" in extraction.error
+
     def test_the_type_comes_from_the_content_not_the_extension(self) -> None:
         disguised = self.ingest("report.txt", pdf_bytes("Quarterly numbers."))
         assert disguised.document.detected_type == "pdf"

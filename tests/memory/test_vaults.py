@@ -440,3 +440,19 @@ def test_a_notion_export_over_the_note_limit_is_refused_before_the_rest_is_read(
     assert scanned.call_count == 0
     assert refused.value.problems == ["6,000+ notes: an import takes at most 5,000; import the vault in parts"]
     assert not Memory.objects.filter(author=alice).exists()
+
+
+def test_an_export_of_one_layer_keeps_its_links_when_imported_as_a_zip(alice: Member, bob: Member) -> None:
+    """Every entry under personal/: the zip's single top folder was cut, and the links, which
+    name it ([[personal/…]]), all went missing — for the same account and for another."""
+    newer = memory_remember(actor=alice, content="The office opens at eight from March.").memory
+    older = memory_remember(actor=alice, content="The office opened at nine until February.").memory
+    memory_link(actor=alice, from_id=newer.pk, to_id=older.pk, type="supersedes")
+    data = b"".join(api(alice, "get", "export/obsidian").streaming_content)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert all(name.startswith("personal/") for name in archive.namelist())
+    again = api(alice, "post", "import/obsidian?vault=Export", data).json()
+    assert again["links"]["missing"] == 0
+    elsewhere = api(bob, "post", "import/obsidian?vault=Export", data).json()
+    assert elsewhere["links"]["missing"] == 0
+    assert elsewhere["links"]["created"] >= 1
