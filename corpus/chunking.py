@@ -15,6 +15,17 @@ from markdown_it import MarkdownIt
 
 MAX_CHARS = 1200
 HEADING_SEPARATOR = " > "
+# Of each heading, the characters a chunk's heading path keeps: every chunk of a section
+# repeats its path, so a 20,000-character heading over 5,000 sections asked for 100 MB of
+# chunks from a 55 KB file (a path is at most six of these).
+HEADING_TEXT_MAX = 200
+
+
+def heading_text(content: str) -> str:
+    """A heading as heading paths hold it (``corpus.rendering`` keys its anchors the same way)."""
+    return content.strip()[:HEADING_TEXT_MAX]
+
+
 # Tables on, as the reader renders (corpus.rendering): "# A | B" over "--- | ---" is a table
 # there, so it must not be a heading here (its anchor would name no id).
 _parser = MarkdownIt("commonmark").enable("table")
@@ -71,7 +82,7 @@ def chunk_markdown(body: str, *, max_chars: int = MAX_CHARS) -> list[ChunkText]:
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.map is not None:
             inline = tokens[index + 1]
-            headings.append((token.map[0], token.map[1], int(token.tag[1]), inline.content.strip()))
+            headings.append((token.map[0], token.map[1], int(token.tag[1]), heading_text(inline.content)))
 
     sections: list[tuple[list[str], int, int]] = []  # (heading chain, first body line, end line)
     chain: list[tuple[int, str]] = []

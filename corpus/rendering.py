@@ -19,7 +19,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 
 from brain.text.paths import PathError, validate_page_path
-from corpus.chunking import HEADING_SEPARATOR
+from corpus.chunking import HEADING_SEPARATOR, heading_text
 
 
 def _resolve(page_path: str, href: str) -> tuple[str, str] | None:
@@ -90,7 +90,7 @@ def _heading_ids(state: StateCore) -> None:
     if not state.env.get("heading_ids"):
         return
     headings = [
-        (token, heading_slug(state.tokens[index + 1].content), state.tokens[index + 1].content.strip())
+        (token, heading_slug(state.tokens[index + 1].content), heading_text(state.tokens[index + 1].content))
         for index, token in enumerate(state.tokens)
         if token.type == "heading_open" and index + 1 < len(state.tokens)
     ]
@@ -185,7 +185,7 @@ def _prepared(
     if title is not None:
         stripped = without_title_heading(body, title)
         if stripped is not body:  # its chunks' heading paths still begin with it
-            root = [(1, body.lstrip("\n").partition("\n")[0][2:].strip())]
+            root = [(1, heading_text(body.lstrip("\n").partition("\n")[0][2:]))]
         body = stripped
         reserved = frozenset({heading_slug(title)})
     env = {"page_path": page_path, "unavailable": unavailable, "heading_ids": heading_ids, "reserved_ids": reserved,

@@ -56,7 +56,9 @@ def sniff(data: bytes, filename: str = "") -> str:
             with zipfile.ZipFile(io.BytesIO(data)) as archive:
                 if "word/document.xml" in archive.namelist():
                     return "docx"
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, OSError, EOFError):
+            # zipfile decodes each entry's name as it reads the directory: a name flagged UTF-8
+            # that is not was a 500 on every upload surface (and a mail retried for days).
             pass
         raise Unsupported("a zip archive that is not a Word document (.docx)")
     try:

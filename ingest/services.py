@@ -122,9 +122,13 @@ def extraction_retry(*, actor: Member, extraction_id: int) -> Extraction:
         extraction.error = ""
         extraction.lease_token = None
         extraction.lease_expires_at = None
-        extraction.save(update_fields=["status", "error", "lease_token", "lease_expires_at"])
+        extraction.attempts = 0  # a person's retry: MAX_ATTEMPTS claims again
+        extraction.save(update_fields=["status", "error", "lease_token", "lease_expires_at", "attempts"])
         _enqueue_on_commit(extraction.pk)
     return extraction
+
+
+MAX_ATTEMPTS = 3  # claims of one extraction whose workers never finished it, before it fails
 
 
 def extraction_run(extraction_id: int) -> str:
@@ -136,9 +140,16 @@ def extraction_run(extraction_id: int) -> str:
     )  # fmt: skip
     if lease is None:  # finished, gone, or a live worker holds it
         return "skipped"
+    started = time.monotonic()
+    if lease.attempt > MAX_ATTEMPTS:
+        # Every earlier claim ended with its worker gone (killed for memory, say): the sweep
+        # would send it again every ten minutes, for ever, and the page would say "running".
+        logger.warning("extraction %s: no outcome after %d attempts", extraction_id, MAX_ATTEMPTS)
+        _finish(lease, started, status=Extraction.Status.FAILED,
+                error=f"no outcome after {MAX_ATTEMPTS} attempts: the file may be too large to process")  # fmt: skip
+        return "failed"
     extraction = Extraction.objects.select_related("document").get(pk=extraction_id)
     document = extraction.document
-    started = time.monotonic()
     try:
         with default_storage.open(document.storage_name, "rb") as handle:
             data = handle.read()
@@ -155,7 +166,13 @@ def extraction_run(extraction_id: int) -> str:
         logger.exception("extraction %s crashed", extraction.pk)
         _finish(lease, started, status=Extraction.Status.FAILED, error="the extractor crashed; try again")
         return "failed"
-    pieces, vectors, model = _chunks_and_vectors(text)
+    try:
+        pieces, vectors, model = _chunks_and_vectors(text)
+    except Exception:
+        # Outside any handling, a failure here (memory, say) left the row "running" for ever.
+        logger.exception("extraction %s: the text could not be chunked", extraction.pk)
+        _finish(lease, started, status=Extraction.Status.FAILED, error="the text could not be split into chunks")
+        return "failed"
     try:
         with transaction.atomic():
             if not lease_holds(lease, lock=True):
@@ -163,7 +180,10 @@ def extraction_run(extraction_id: int) -> str:
                 # text and chunks, once; a second delete-and-insert here could double them.
                 logger.warning("extraction %s: lease lost, nothing written", extraction.pk)
                 return "lease-lost"
-            Source.objects.filter(pk=document.source_id).update(text=text, updated_at=timezone.now())
+            # The capture's sha256 is of its text (corpus.sources): an upload's was of "" until now.
+            Source.objects.filter(pk=document.source_id).update(
+                text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), updated_at=timezone.now()
+            )
             SourceChunk.objects.filter(source_id=document.source_id).delete()
             SourceChunk.objects.bulk_create(
                 SourceChunk(source_id=document.source_id, ordinal=ordinal, text=piece,

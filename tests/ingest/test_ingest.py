@@ -3,6 +3,7 @@ secrets that must come out masked; bad inputs; re-ingest; grants on the capture.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import re
@@ -214,6 +215,42 @@ class IngestTests(TestCase):
         assert extraction.status == "failed"
         assert "too large or complex" in extraction.error
 
+    def test_hostile_zips_and_dead_workers_end_as_failed_with_a_reason(self) -> None:
+        """A zip entry named in bad UTF-8 was a 500 on every upload surface; a worker that died
+        on every claim left the extraction "running" for ever; and the capture recorded the
+        hash of empty text."""
+        import hashlib
+
+        from django.utils import timezone
+
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as zipped:
+            zipped.writestr("word/document.xml", "<w:document/>")
+            zipped.writestr("bad.txt", "x")
+        data = archive.getvalue().replace(b"bad.txt", b"\xff\xfe\xfd.txt")
+        flagged = bytearray(data)
+        for marker in (b"PK\x01\x02", b"PK\x03\x04"):  # set the UTF-8 flag of every entry
+            start = 0
+            while (found := flagged.find(marker, start)) != -1:
+                offset = found + (8 if marker == b"PK\x01\x02" else 6)
+                flagged[offset] |= 0x08
+                flagged[offset + 1] |= 0x08
+                start = found + 4
+        with pytest.raises(ValidationError):
+            document_ingest(actor=self.alice, filename="report.docx", data=bytes(flagged), enqueue=False)
+
+        extraction = document_ingest(actor=self.alice, filename="notes.txt", data=BODY.encode(), enqueue=False)
+        Extraction.objects.filter(pk=extraction.pk).update(
+            status="running", attempts=3, lease_expires_at=timezone.now() - dt.timedelta(minutes=1)
+        )
+        assert extraction_run(extraction.pk) == "failed"
+        extraction.refresh_from_db()
+        assert "attempts" in extraction.error
+        retried = extraction_retry(actor=self.alice, extraction_id=extraction.pk)
+        assert extraction_run(retried.pk) == "done"
+        source = Source.objects.get(pk=extraction.document.source_id)
+        assert source.sha256 == hashlib.sha256(source.text.encode()).hexdigest() != hashlib.sha256(b"").hexdigest()
+
     def test_the_type_comes_from_the_content_not_the_extension(self) -> None:
         disguised = self.ingest("report.txt", pdf_bytes("Quarterly numbers."))
         assert disguised.document.detected_type == "pdf"
@@ -315,7 +352,7 @@ class IngestTests(TestCase):
         extraction_run(failed.pk)
         failed.refresh_from_db()
         assert failed.status == "done"
-        assert failed.attempts == 2
+        assert failed.attempts == 1  # counted again from the person's retry (ingest.services.MAX_ATTEMPTS)
 
     def test_the_capture_follows_the_grants(self) -> None:
         extraction = self.ingest("notes.md", FILES["notes.md"][1]())
