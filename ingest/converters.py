@@ -88,7 +88,7 @@ def _check_length(text: str) -> str:
 
 def _pdf(data: bytes) -> Converted:
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import LimitReachedError, PdfReadError, PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -107,7 +107,11 @@ def _pdf(data: bytes) -> Converted:
         return Converted("\n\n".join(parts).strip(), "pypdf", version("pypdf"), pages=len(reader.pages))
     except ConversionFailed:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+    except LimitReachedError as exc:
+        # pypdf's own guard: a page tree whose nodes point at one child twice counts pages
+        # without end. Trying again fails the same way, so not "the extractor crashed".
+        raise ConversionFailed("the PDF's page tree is damaged or names too many pages") from exc
+    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
         raise ConversionFailed("the PDF could not be read (it may be damaged or not really a PDF)") from exc
 
 

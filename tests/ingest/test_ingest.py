@@ -251,6 +251,33 @@ class IngestTests(TestCase):
         source = Source.objects.get(pk=extraction.document.source_id)
         assert source.sha256 == hashlib.sha256(source.text.encode()).hexdigest() != hashlib.sha256(b"").hexdigest()
 
+    def test_a_pdf_whose_page_tree_repeats_itself_fails_saying_so(self) -> None:
+        """Each node names one child twice: pypdf's own limit stops it, which was reported as
+        "the extractor crashed; try again" (and trying again failed the same way)."""
+        depth = 16
+        objects = {1: "<< /Type /Catalog /Pages 2 0 R >>",
+                   2: f"<< /Type /Pages /Kids [3 0 R 3 0 R] /Count {2 ** (depth + 1)} >>"}  # fmt: skip
+        for level in range(depth):
+            node, child = 3 + level, 4 + level
+            objects[node] = (
+                f"<< /Type /Pages /Parent 2 0 R /Kids [{child} 0 R {child} 0 R] /Count {2 ** (depth - level)} >>"
+            )
+        objects[3 + depth] = "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"
+        pdf = io.BytesIO()
+        pdf.write(b"%PDF-1.4\n")
+        offsets = {}
+        for number in sorted(objects):
+            offsets[number] = pdf.tell()
+            pdf.write(f"{number} 0 obj\n{objects[number]}\nendobj\n".encode())
+        xref = pdf.tell()
+        pdf.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
+        for number in sorted(objects):
+            pdf.write(f"{offsets[number]:010d} 00000 n \n".encode())
+        pdf.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
+        extraction = self.ingest("tree.pdf", pdf.getvalue())
+        assert extraction.status == "failed"
+        assert "page tree" in extraction.error
+
     def test_the_type_comes_from_the_content_not_the_extension(self) -> None:
         disguised = self.ingest("report.txt", pdf_bytes("Quarterly numbers."))
         assert disguised.document.detected_type == "pdf"
