@@ -29,7 +29,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
 from brain.errors import error_response
-from brain.text.secrets import find, unstorable
+from brain.text.secrets import refused, unstorable
 
 MAX_JSON_DEPTH = 64
 # C0 controls and DEL, except tab, line feed and carriage return (multi-line form fields).
@@ -147,7 +147,7 @@ def typed_back(data: Any) -> dict[str, str]:
     shown: dict[str, str] = {}
     for name in data:
         value = str(data.get(name, ""))
-        if unstorable(value) is None and not find(value):
+        if not refused(value):
             shown[name] = value
     return shown
 

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.urls import reverse
 
-from brain.text.secrets import NulRefused, SecretRefused, refuse
+from brain.text.secrets import refused
 from grants.admin import AdministratorOnly, admin_actor
 from memory.models import TeamMemorySettings
 from memory.preferences import team_memory_settings_save, team_settings_problems
@@ -29,20 +29,12 @@ class TeamMemorySettingsForm(forms.ModelForm):
         if len(wanted) == 2:
             for field, problem in team_settings_problems(**wanted).items():
                 self.add_error(field, problem)
-                if _holds_secret(self.data.get(field)):
+                if refused(str(self.data.get(field) or "")):
                     # The form shows what was typed again: never a refused secret.
                     data = self.data.copy() if isinstance(self.data, QueryDict) else dict(self.data)
                     data[field] = ""
                     self.data = data
         return cleaned
-
-
-def _holds_secret(value: Any) -> bool:
-    try:
-        refuse(str(value or ""), field="value")
-    except (SecretRefused, NulRefused):
-        return True
-    return False
 
 
 @admin.register(TeamMemorySettings)

@@ -23,7 +23,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from brain import embeddings
-from brain.text.secrets import NulRefused, SecretRefused, refuse
+from brain.text.secrets import refuse, refused
 from brain.vectors import current_model_q, refresh_stale_vectors
 from corpus import lexical
 from grants.audit import audit_record
@@ -144,15 +144,6 @@ def _clean_content(content: Any, *, where: str = "content") -> str:
         raise MemoryInvalid(f"{where} may be at most {MAX_CONTENT} characters")
     refuse(content, field=where)
     return content.strip()
-
-
-def _holds_secret(text: str) -> bool:
-    """Whether the secret detector refuses ``text`` (for joins a model proposes, kept apart instead)."""
-    try:
-        refuse(text, field="content")
-    except (SecretRefused, NulRefused):
-        return True
-    return False
 
 
 def duplicate_text(content: str) -> str:
@@ -563,7 +554,7 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
             # The new row is forgotten below: a memory that cannot hold both texts, a new one
             # weightier than the old, or the verdict's actor not allowed to change the old one
             # keeps both instead of losing any of it.
-            or (verdict == "merge" and (len(merged) > MAX_CONTENT or _holds_secret(merged)))
+            or (verdict == "merge" and (len(merged) > MAX_CONTENT or refused(merged)))
             or new.status == Status.CANONICAL
             or new.importance > old.importance
             or not may_change(actor, old)

@@ -545,6 +545,12 @@ def refuse(text: str, *, field: str = "content") -> None:
         raise SecretRefused(findings, field)
 
 
+def refused(text: str) -> bool:
+    """Whether ``refuse`` would refuse ``text`` — for a caller that keeps the text out (a join
+    kept apart, a form field not shown again) instead of raising."""
+    return unstorable(text) is not None or bool(find(text))
+
+
 def refuse_all(fields: Iterable[tuple[str, str | None]]) -> None:
     """``refuse`` each ``(field, text)`` pair in order; ``None`` values are skipped."""
     for field, text in fields:
