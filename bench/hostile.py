@@ -9,7 +9,10 @@ twin. The pairs:
 
 - documents through ``document_ingest`` + ``extraction_run`` (convert, mask, chunk, embed,
   store): a SubRip file with a 50,000-digit line (the ``srt`` package's regex took minutes),
-  HTML nested 20,000 elements deep, a DOCX zip bomb, a WebVTT file of one huge cue;
+  HTML nested 20,000 elements deep, a DOCX zip bomb, a DOCX of 100,000 one-word paragraphs
+  (python-docx built an object for each: 360 MB and 10 s for 300,000), a WebVTT file of one huge cue;
+- HTML to text (``html_text``, uploads and mail): 100,000 broken end tags (Python's
+  ``html.parser``, under BeautifulSoup before, was quadratic: 200 KB took 6.6 s);
 - page validation (``page_validate``): a YAML alias bomb, frontmatter nested 30,000 deep;
 - request bodies (``brain.inputs.parse_json``): 100,000 nested brackets;
 - rendering (``rendered_text``, ``render_markdown``): 10,000 nested blockquotes, 16,000 repeated
@@ -100,6 +103,35 @@ def docx_pair(rng: random.Random) -> tuple[bytes, bytes]:
             out.writestr(info, source.read(info))
         out.writestr("word/media/padding.bin", b"\0" * (len(ordinary) * 1000))
     return bomb.getvalue(), ordinary
+
+
+def dense_docx_pair(rng: random.Random) -> tuple[bytes, bytes]:
+    """A document of 100,000 one-word paragraphs, and one of 400-character paragraphs as large."""
+    import docx
+
+    def package(paragraphs: list[str]) -> bytes:
+        document = docx.Document()
+        buffer = io.BytesIO()
+        document.save(buffer)
+        body = "".join(f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" for text in paragraphs).encode()
+        out = io.BytesIO()
+        with (
+            zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as source,
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z,
+        ):
+            for info in source.infolist():
+                data = source.read(info)
+                z.writestr(
+                    info,
+                    data.replace(b"<w:body>", b"<w:body>" + body) if info.filename == "word/document.xml" else data,
+                )
+        return out.getvalue()
+
+    dense = package([rng.choice(WORDS) for _ in range(100_000)])
+    ordinary: list[str] = []
+    while len(package(ordinary)) < len(dense):
+        ordinary.extend(prose(rng, 400) for _ in range(200))
+    return dense, package(ordinary)
 
 
 def vtt_pair(rng: random.Random) -> tuple[bytes, bytes]:
@@ -193,6 +225,7 @@ def main() -> None:
         ("SubRip, a 50,000-digit line", "x.srt", srt_pair(rng)),
         ("HTML nested 20,000 deep", "x.html", html_pair(rng)),
         ("DOCX zip bomb (1,000x)", "x.docx", docx_pair(rng)),
+        ("DOCX, 100,000 one-word paragraphs", "x.docx", dense_docx_pair(rng)),
         ("WebVTT, one 60 KB cue", "x.vtt", vtt_pair(rng)),
     ):
         pair(label, len(bad), ingest(filename, bad), ingest(filename, good))
@@ -202,6 +235,11 @@ def main() -> None:
             lambda page=bad_page: page_validate(actor=SYSTEM, path="topics/bench.md", markdown=page),
             lambda page=good_page: page_validate(actor=SYSTEM, path="topics/bench.md", markdown=page),
         )  # fmt: skip
+    from brain.text.html import html_text
+
+    broken = "<html><body>" + "</" * 100_000
+    tagged = "<html><body>" + "".join(f"<p>{prose(rng, 200)}</p>" for _ in range(len(broken) // 207))
+    pair("HTML to text, 100,000 broken end tags", len(broken), lambda: html_text(broken), lambda: html_text(tagged))
     deep_json = "[" * 100_000 + "]" * 100_000
     plain_json = '{"content": "' + prose(rng, len(deep_json) - 16) + '"}'
     pair("JSON nested 100,000 deep", len(deep_json), lambda: parse_json(deep_json), lambda: parse_json(plain_json))

@@ -1,7 +1,8 @@
 """Bytes to text: type sniffing by content, and one converter per type.
 
-Libraries do the parsing (pypdf, python-docx, BeautifulSoup, webvtt-py; SubRip is read
-here, in linear time); this module only chooses, bounds and reports. Every conversion runs
+Libraries do the parsing (pypdf, webvtt-py; Word documents and HTML through lxml's streaming
+parsers, in ``ingest.docx_text`` and ``brain.text.html``; SubRip is read here, in linear time);
+this module only chooses, bounds and reports. Every conversion runs
 within a CPU budget (``BRAIN_INGEST_CPU_SECONDS``). Every limit raises ``ConversionFailed`` with a reason a
 person can act on, before memory is exhausted: encrypted PDFs, too many pages, archives
 that expand too much (zip bombs), text past the character limit.
@@ -22,7 +23,13 @@ from importlib.metadata import version
 
 from django.conf import settings
 
+from brain.text.html import html_text
+from ingest.docx_text import TooLong, docx_text
+
 TYPES = ("markdown", "text", "html", "pdf", "docx", "vtt", "srt")
+# Versions of the readers written here (recorded on each extraction, like a library's version).
+DOCX_VERSION = "1"
+HTML_VERSION = "1"
 _SRT_START = re.compile(r"^\s*\d+\s*\r?\n\s*\d{2}:\d{2}:\d{2}[,.]\d{3}\s*-->", re.M)
 
 
@@ -116,33 +123,23 @@ def _pdf(data: bytes) -> Converted:
 
 
 def _docx(data: bytes) -> Converted:
-    import docx
+    from lxml import etree
 
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         expanded = sum(info.file_size for info in archive.infolist())
         if expanded > limits()["MAX_EXPANDED_BYTES"] or expanded > limits()["MAX_RATIO"] * max(len(data), 1):
             raise ConversionFailed("the document expands to far more than its size (a zip bomb?): refused")
-    try:
-        document = docx.Document(io.BytesIO(data))
-    except Exception as exc:  # python-docx raises assorted types on damaged files
-        raise ConversionFailed("the Word document could not be read (it may be damaged)") from exc
-    paragraphs = [paragraph.text for paragraph in document.paragraphs]
-    for table in document.tables:
-        for row in table.rows:
-            paragraphs.append(" | ".join(cell.text for cell in row.cells))
-    return Converted(_check_length("\n".join(paragraphs).strip()), "python-docx", version("python-docx"))
+        try:
+            text = docx_text(archive, limits()["MAX_CHARS"])
+        except TooLong:
+            raise ConversionFailed(f"the text is longer than {limits()['MAX_CHARS']:,} characters") from None
+        except (etree.XMLSyntaxError, KeyError, zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            raise ConversionFailed("the Word document could not be read (it may be damaged)") from exc
+    return Converted(text, "brain-docx", DOCX_VERSION)
 
 
 def _html(text: str) -> Converted:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(text, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    lines = [line.strip() for line in soup.get_text("\n").splitlines()]
-    return Converted(
-        _check_length("\n".join(line for line in lines if line)), "beautifulsoup4", version("beautifulsoup4")
-    )
+    return Converted(_check_length(html_text(text)), "brain-html", HTML_VERSION)
 
 
 def _vtt(text: str) -> Converted:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage, Message
 from email.utils import parsedate_to_datetime
 
+from brain.text.html import html_text
 from memory.occurred import occurred_or_none
 
 MAX_SUBJECT = 1_000
@@ -125,20 +126,9 @@ def _text_of(part: Message) -> str:
         content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
     text = content if isinstance(content, str) else ""
     if part.get_content_subtype() == "html":
-        text = html_text(text)
+        text = html_text(text, drop_head=True)
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     return "\n".join(lines).strip()
-
-
-def html_text(html: str) -> str:
-    """What a reader of ``html`` sees: its text, one block a line, scripts and styles dropped."""
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(html, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template", "head"]):
-        tag.decompose()
-    lines = (" ".join(line.split()) for line in soup.get_text("\n").splitlines())
-    return "\n".join(line for line in lines if line)
 
 
 def _forwarded(part: Message) -> str:
