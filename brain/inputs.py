@@ -85,16 +85,33 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# Where an item sits in a body: its parent's place and its own step (".key" or "[3]"), so a
+# location is built only when something is refused. Writing every child's full location up
+# front repeated a long key once per list item: a 60 KB body asked for 450 MB.
+_Place = tuple["_Place | None", str]
+MAX_LOCATION = 200  # characters of a location a refusal repeats
+
+
+def _location(place: _Place | None) -> str:
+    steps: list[str] = []
+    while place is not None:
+        place, step = place
+        steps.append(step)
+    text = "".join(reversed(steps)).removeprefix(".")
+    return text if len(text) <= MAX_LOCATION else text[: MAX_LOCATION - 1] + "…"
+
+
 def _walk(value: Any, where: str, *, max_depth: int | None, check_text: bool) -> None:
     """One iterative pass over a parsed body: nesting within ``max_depth``, and (``check_text``)
-    no string or key holding text that cannot be stored."""
-    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
+    no string or key holding text that cannot be stored. Memory is one stack entry per
+    pending item, whatever the keys' lengths."""
+    stack: list[tuple[Any, _Place | None, int]] = [(value, (None, where) if where else None, 1)]
     while stack:
-        item, at, depth = stack.pop()
+        item, place, depth = stack.pop()
         if isinstance(item, str):
             problem = unstorable(item) if check_text else None
             if problem:
-                raise InputRefused(f"{at} contains {problem}")
+                raise InputRefused(f"{_location(place)} contains {problem}")
             continue
         if not isinstance(item, dict | list):
             continue
@@ -104,10 +121,10 @@ def _walk(value: Any, where: str, *, max_depth: int | None, check_text: bool) ->
             for key, child in item.items():
                 problem = unstorable(key) if check_text else None
                 if problem:
-                    raise InputRefused(f"a key in {at} contains {problem}")
-                stack.append((child, f"{at}.{key}" if at else str(key), depth + 1))
+                    raise InputRefused(f"a key in {_location(place)} contains {problem}")
+                stack.append((child, (place, f".{key}"), depth + 1))
         else:
-            stack.extend((child, f"{at}[{index}]", depth + 1) for index, child in enumerate(item))
+            stack.extend((child, (place, f"[{index}]"), depth + 1) for index, child in enumerate(item))
 
 
 def refuse_unstorable(value: Any, where: str) -> None:

@@ -87,6 +87,10 @@ def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | Non
         refuse_unstorable(params, "params")
     except InputRefused as refused:
         return error(message_id, INVALID_PARAMS, f"Invalid params: {refused}")
+    # Every method counts in a window (tools/call in its tool's class, inside _tools_call): an
+    # uncounted tools/list rebuilt the whole catalogue as often as the caller liked.
+    if method != "tools/call":
+        ratelimit.hit(principal_key=caller.rate_key, rate_class="read")
     if method == "initialize":
         requested = params.get("protocolVersion")
         return _result(
@@ -104,7 +108,13 @@ def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | Non
         return _tools_list(message_id, params, caller)
     if method == "tools/call":
         return _tools_call(message_id, params, caller)
-    return error(message_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+    return error(message_id, METHOD_NOT_FOUND, f"Method not found: {_shown(method)}")
+
+
+def _shown(name: object) -> str:
+    """A caller's name for something, echoed short (a megabyte of it was sent back whole)."""
+    text = str(name)
+    return text if len(text) <= MAX_NAME_SHOWN else f"{text[:MAX_NAME_SHOWN]}…"
 
 
 def _tools_list(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -139,8 +149,7 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         # calls count in the read window too, and the name is echoed short: a megabyte of name
         # was sent back whole, through the secret detector, as often as the caller liked.
         ratelimit.hit(principal_key=caller.rate_key, rate_class="read")
-        shown = name if isinstance(name, str) and len(name) <= MAX_NAME_SHOWN else f"{str(name)[:MAX_NAME_SHOWN]}…"
-        return error(message_id, INVALID_PARAMS, f"Unknown tool: {shown}")
+        return error(message_id, INVALID_PARAMS, f"Unknown tool: {_shown(name)}")
     ratelimit.hit(principal_key=caller.rate_key, rate_class=tool.rate_class)  # raises RateLimited → 429
     arguments = params.get("arguments") or {}
     try:

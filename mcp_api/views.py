@@ -9,6 +9,7 @@ limit → 429, the database not answering → 503, both a JSON-RPC error with ``
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -21,7 +22,7 @@ from brain.domain import problem_for
 from brain.inputs import InputRefused, parse_json
 from brain.ratelimit import RateLimited
 from mcp_api.auth import build_caller, person_caller
-from mcp_api.base import Caller
+from mcp_api.base import BATCH_WAIT_SECONDS, Caller, wait_deadline
 from mcp_api.dispatch import DEFAULT_VERSION, INVALID_REQUEST, PARSE_ERROR, SUPPORTED_VERSIONS, dispatch, echo_id, error
 from oauth.config import MCP_PATH
 
@@ -50,6 +51,16 @@ def _batch(messages: list[object], caller: Caller, version: str) -> JsonResponse
     if not 1 <= len(messages) <= MAX_BATCH:
         return _json(error(None, INVALID_REQUEST, f"A batch holds 1 to {MAX_BATCH} messages"), 400, version)
     answers: list[dict[str, object]] = []
+    budget = wait_deadline.set(time.monotonic() + BATCH_WAIT_SECONDS)
+    try:
+        return _batch_answers(messages, answers, caller, version)
+    finally:
+        wait_deadline.reset(budget)
+
+
+def _batch_answers(
+    messages: list[object], answers: list[dict[str, object]], caller: Caller, version: str
+) -> JsonResponse | HttpResponse:
     for message in messages:
         try:
             answer = dispatch(message, caller, version)
@@ -91,7 +102,10 @@ def _origin_allowed(request: HttpRequest) -> bool:
     if not origin:
         return True  # non-browser clients send none
     ours = urlsplit(settings.BRAIN_BASE_URL)
-    theirs = urlsplit(origin)
+    try:
+        theirs = urlsplit(origin)
+    except ValueError:  # "https://[x": not an origin at all, so not ours (was an unauthenticated 500)
+        return False
     return (theirs.scheme, theirs.netloc) == (ours.scheme, ours.netloc)
 
 

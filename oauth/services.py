@@ -64,6 +64,19 @@ def application_remove(*, actor: Principal, application_id: int) -> int:
     with any token fails, and it cannot start a new flow until it registers again.
     """
     require_administrator(actor)
+    return _remove(actor=actor, application_id=application_id, how="admin")
+
+
+def application_self_remove(*, application_id: int) -> int:
+    """An OAuth client removing itself with its registration access token (RFC 7592 DELETE).
+
+    The same removal as an administrator's, audited with no actor (the client is not a
+    principal) and ``how: registration_token``. Returns how many tokens were revoked.
+    """
+    return _remove(actor=None, application_id=application_id, how="registration_token")
+
+
+def _remove(*, actor: Principal | None, application_id: int, how: str) -> int:
     with transaction.atomic():
         application = Application.objects.select_for_update().get(pk=application_id)
         revoked = 0
@@ -76,7 +89,7 @@ def application_remove(*, actor: Principal, application_id: int) -> int:
         label = application.name or application.client_id
         application.delete()  # cascades the codes and the revoked-token tombstones
         audit_record(actor=actor, action="oauth.client_remove", target_type="oauth_app", target=label,
-                     metadata={"tokens": revoked})  # fmt: skip
+                     metadata={"tokens": revoked, "how": how})  # fmt: skip
         return revoked
 
 

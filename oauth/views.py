@@ -40,7 +40,7 @@ from grants.models import Member
 from grants.principals import principal_for_user
 from oauth.config import mcp_resource
 from oauth.selectors import connections_for
-from oauth.services import connection_revoke
+from oauth.services import application_self_remove, connection_revoke
 from oauth.validators import pkce_challenge_refusal, resource_refusal
 
 REGISTRABLE_GRANT_TYPES = {"authorization_code", "refresh_token"}
@@ -117,9 +117,11 @@ class ConsentView(AuthorizationView):
                 without = request.GET.copy()
                 del without["approval_prompt"]
                 request.GET = without  # type: ignore[assignment]
-            problem = pkce_challenge_refusal(request.GET)
-            if problem is not None:
-                return render(request, "oauth/refused.html", {"reason": problem}, status=400)
+        # On the consent form's POST too: its hidden fields can be edited (300 characters were a
+        # database error, 3 a guessable verifier).
+        problem = pkce_challenge_refusal(request.GET if request.method == "GET" else request.POST)
+        if problem is not None:
+            return render(request, "oauth/refused.html", {"reason": problem}, status=400)
         response: HttpResponseBase = super().dispatch(request, *args, **kwargs)
         return response
 
@@ -329,3 +331,12 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
             return JsonResponse({"error": "invalid_client_metadata", "error_description": reason}, status=400)
         response: HttpResponse = super().put(request, client_id, *args, **kwargs)
         return response
+
+    def delete(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        """The client removes itself: its tokens revoked, the removal audited (the toolkit's delete
+        removed it silently)."""
+        auth = self._authenticate_registration_request(request, client_id)
+        if isinstance(auth, HttpResponse):
+            return auth
+        application_self_remove(application_id=auth.application.pk)
+        return HttpResponse(status=204)

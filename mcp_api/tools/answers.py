@@ -8,7 +8,7 @@ from pydantic import Field
 
 from answers.models import Question
 from answers.services import question_ask, question_await
-from mcp_api.base import QUESTION, Args, Caller, Out, Tool
+from mcp_api.base import QUESTION, Args, Caller, Out, Tool, wait_allowed
 
 
 class AskArgs(Args):
@@ -45,7 +45,9 @@ class AnswerOut(Out):
 
 def await_answer(caller: Caller, args: AwaitArgs) -> AnswerOut:
     asker: Any = caller.principal  # a question credential's owner: a member or a service account
-    question: Question = question_await(actor=asker, question_id=args.question_id, wait_seconds=args.wait_seconds)
+    question: Question = question_await(
+        actor=asker, question_id=args.question_id, wait_seconds=wait_allowed(args.wait_seconds)
+    )
     return AnswerOut(question_id=question.pk, status=question.status, answer=question.answer,
                      citations=list(question.citations), refusal_reason=question.refusal_reason,
                      refusal_pages=list(question.refusal_pages))  # fmt: skip

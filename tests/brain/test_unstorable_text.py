@@ -132,3 +132,31 @@ class UnstorableTextTests(BrainTestCase):
                             assert "codec" not in answer["error"]["message"]
         assert tried > 100
         assert self.errors.records == [], [record.getMessage() for record in self.errors.records]
+
+
+def test_a_long_key_over_a_long_list_costs_memory_by_the_body_not_by_its_product() -> None:
+    """Locations are built only for a refusal: every child's full location written up front
+    repeated a 30,000-character key for each of 15,000 items (a 60 KB body: 452 MB)."""
+    import tracemalloc
+
+    from brain.inputs import InputRefused, parse_json
+
+    body = json.dumps({"k" * 30_000: [0] * 15_000})
+    tracemalloc.start()
+    try:
+        parse_json(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000
+    refused = json.dumps({"k" * 30_000: [0, "a\x00b"]})
+    try:
+        parse_json(refused)
+    except InputRefused as exc:
+        message = str(exc)
+    assert message.startswith("the body.kkk") and message.endswith("… contains a NUL character")
+    assert len(message) < 260
+    try:
+        parse_json('{"a": {"b": [1, "x\\u0000"]}}')
+    except InputRefused as exc:
+        assert str(exc) == "the body.a.b[1] contains a NUL character"

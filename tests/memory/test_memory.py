@@ -114,6 +114,26 @@ class CaptureTests(MemoryTestCase):
         with pytest.raises(MemoryInvalid, match="cannot contain a comma"):
             normalise_tags(["north,south"])
 
+    def test_a_long_tag_list_is_refused_before_each_tag_is_scanned(self) -> None:
+        """Every entry went through the secret detector before duplicates were dropped: 200,000
+        of "x" (1 MB through MCP) took 5.5 s of a web thread and was stored as one tag."""
+        from unittest import mock
+
+        from memory import classify
+
+        with mock.patch.object(classify, "refuse", wraps=classify.refuse) as scanned:
+            with pytest.raises(MemoryInvalid, match="at most 64 tags \\(200,000 were sent\\)"):
+                normalise_tags(["x"] * 200_000)
+            assert scanned.call_count == 0
+            assert normalise_tags(["x"] * 200).tags == ["x"]  # spellings repeat within the bound
+            assert scanned.call_count == 1
+            many = " ".join(f"#t{i}" for i in range(10_000))
+            with pytest.raises(MemoryInvalid, match="at most 64 tags"):
+                normalise_tags([], many)
+            assert scanned.call_count < 1 + 80  # stopped one tag past the limit, not 10,000 scans
+        with pytest.raises(MemoryInvalid, match="a list of strings"):
+            normalise_tags([["x"], {"y": 1}])  # type: ignore[list-item]
+
     def test_importance_is_a_whole_number_from_1_to_5_not_a_yes(self) -> None:
         for importance in (True, False, 0, 6, 2.5, "3"):
             with pytest.raises(MemoryInvalid, match="importance must be an integer from 1 to 5"):

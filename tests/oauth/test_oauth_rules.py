@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.test import Client, TestCase, override_settings
-from oauth2_provider.models import AccessToken, Application
+from oauth2_provider.models import AccessToken, Application, Grant
 
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
@@ -174,6 +174,15 @@ class OAuthRuleTests(TestCase):
             return self.client.post("/api/mcp", data=json.dumps(message), content_type="application/json",
                                     **bearer, **extra)  # fmt: skip
 
+        # An unknown tool's name is echoed short, and such calls count in the read window (first:
+        # every method counts in it, so the calls below would fill it).
+        long_name = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x" * 100_000}}
+        start_of_fresh_rate_window()
+        with self.settings(BRAIN_MCP_RATE_LIMITS={"read": 2}):
+            unknown = [post(long_name) for _ in range(3)]
+        assert [answer.status_code for answer in unknown] == [200, 200, 429]
+        assert len(unknown[0].content) < 1_000
+        assert unknown[0].json()["error"]["message"].startswith("Unknown tool: xxx")
         for bad_id in ({"a": [1]}, [1, 2]):  # an object or a list is never echoed as the id
             for message in ({"id": bad_id, "method": "ping"}, {"jsonrpc": "2.0", "id": bad_id, "method": "ping"}):
                 answer = post(message)
@@ -186,14 +195,6 @@ class OAuthRuleTests(TestCase):
         negative = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, CONTENT_LENGTH="-1")
         assert negative.status_code == 400
         assert "Content-Length" in negative.json()["error"]["message"]
-        # An unknown tool's name is echoed short, and such calls count in the read window.
-        long_name = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x" * 100_000}}
-        start_of_fresh_rate_window()
-        with self.settings(BRAIN_MCP_RATE_LIMITS={"read": 2}):
-            unknown = [post(long_name) for _ in range(3)]
-        assert [answer.status_code for answer in unknown] == [200, 200, 429]
-        assert len(unknown[0].content) < 1_000
-        assert unknown[0].json()["error"]["message"].startswith("Unknown tool: xxx")
         # Batches: MCP 2025-03-26 (whose clients send no version header) has them; later versions do not.
         ping = {"jsonrpc": "2.0", "id": "a", "method": "ping"}
         batch = post([ping, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {**ping, "id": 7}])
@@ -209,6 +210,58 @@ class OAuthRuleTests(TestCase):
                                 content_type="application/json")  # fmt: skip
         assert none.status_code == 401
         assert "error=" not in none["WWW-Authenticate"]
+
+    def test_hostile_envelopes_cost_neither_a_500_nor_unbounded_work(self) -> None:
+        issued = self.connect()
+        bearer: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {issued['access_token']}"}
+
+        def post(message: Any, **extra: Any) -> Any:
+            return self.client.post("/api/mcp", data=json.dumps(message), content_type="application/json",
+                                    **bearer, **extra)  # fmt: skip
+
+        # Every method counts in a window: tools/list rebuilt the catalogue uncounted.
+        start_of_fresh_rate_window()
+        with self.settings(BRAIN_MCP_RATE_LIMITS={"read": 2}):
+            listed = [self.mcp(issued["access_token"]) for _ in range(3)]
+        assert [answer.status_code for answer in listed] == [200, 200, 429]
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        # An Origin that is no URL at all was an unauthenticated 500 (urlsplit raised).
+        for path in ("/api/mcp", "/api/build/mcp"):
+            odd = self.client.post(path, data=json.dumps(ping), content_type="application/json",
+                                   HTTP_ORIGIN="https://[x")  # fmt: skip
+            assert odd.status_code == 403, path
+        # An unknown method's name is echoed short (a megabyte of it came back whole).
+        start_of_fresh_rate_window()
+        unknown = post({"jsonrpc": "2.0", "id": 2, "method": "m" * 100_000})
+        assert unknown.json()["error"]["code"] == -32601
+        assert len(unknown.content) < 1_000
+
+    def test_a_batch_of_waits_shares_one_waiting_budget(self) -> None:
+        """Twenty await_answer calls in one 2025-03-26 batch held a web thread 20 x 25 s."""
+        from unittest import mock
+
+        from answers.credentials import question_credential_issue
+        from answers.services import question_ask, question_await
+        from mcp_api import views
+
+        raw = question_credential_issue(actor=SYSTEM, name="bot", member=self.alice)[1]
+        question = question_ask(actor=self.alice, text="Who approves discounts?", enqueue=False)
+        arguments = {"question_id": question.pk, "wait_seconds": 25}
+        wait = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "await_answer", "arguments": arguments},
+        }
+        with (
+            mock.patch.object(views, "BATCH_WAIT_SECONDS", 0.0),
+            mock.patch("mcp_api.tools.answers.question_await", wraps=question_await) as spy,
+        ):
+            answer = self.client.post("/api/mcp", data=json.dumps([{**wait, "id": n} for n in range(3)]),
+                                      content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")  # fmt: skip
+        assert answer.status_code == 200
+        assert [item["result"]["structuredContent"]["status"] for item in answer.json()] == ["queued"] * 3
+        assert [call.kwargs["wait_seconds"] for call in spy.call_args_list] == [0.0, 0.0, 0.0]
 
     # ----------------------------------------------------------------- registration
 
@@ -679,3 +732,46 @@ class OAuthRuleTests(TestCase):
         other = self.register()
         assert self.token(client_id=other["client_id"], **exchange).status_code == 400
         assert self.mcp(tokens["access_token"]).status_code == 401
+
+    def test_the_consent_post_checks_the_pkce_challenge_it_carries(self) -> None:
+        """The consent form's hidden fields can be edited: 300 characters were a database error
+        (500) and 3 a guessable verifier, because the challenge was checked on the GET only."""
+        client_id = self.register()["client_id"]
+        self.client.force_login(self.alice.user)
+        _verifier, challenge = pkce()
+        query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "s",
+                 "code_challenge": challenge, "code_challenge_method": "S256"}  # fmt: skip
+        consent = self.client.get("/oauth/authorize/?" + urlencode(query))
+        fields = {name: value for name, value in consent.context["form"].initial.items() if value is not None}
+        for edited in ("a" * 300, "abc"):
+            with self.subTest(length=len(edited)):
+                answer = self.client.post(
+                    "/oauth/authorize/?" + urlencode(query),
+                    data={**fields, "code_challenge": edited, "allow": "Authorize"},
+                )
+                assert answer.status_code == 400
+                assert "code_challenge must be" in answer.content.decode()
+        assert not Grant.objects.filter(application__client_id=client_id).exists()
+
+    def test_a_client_removing_itself_revokes_its_tokens_and_is_audited(self) -> None:
+        """RFC 7592 DELETE went through the toolkit's own view: the client vanished, unaudited."""
+        client = self.register()
+        verifier, challenge = pkce()
+        code = self.code_for(client["client_id"], challenge, scope="corpus:read", resource=MCP)
+        issued = self.token(
+            grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=client["client_id"],
+            code_verifier=verifier, resource=MCP,
+        ).json()  # fmt: skip
+        assert self.mcp(issued["access_token"]).status_code == 200
+        client_uri = client["registration_client_uri"].replace(BASE, "")
+        self.client.logout()
+        assert self.client.delete(client_uri).status_code == 401
+        assert self.client.delete(client_uri, HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+        assert Application.objects.filter(client_id=client["client_id"]).exists()
+        answer = self.client.delete(client_uri, HTTP_AUTHORIZATION=f"Bearer {client['registration_access_token']}")
+        assert answer.status_code == 204
+        assert not Application.objects.filter(client_id=client["client_id"]).exists()
+        assert self.mcp(issued["access_token"]).status_code == 401
+        event = AuditEvent.objects.get(action="oauth.client_remove")
+        assert (event.target, event.metadata["how"]) == ("Agent", "registration_token")
+        assert event.metadata["tokens"] >= 2  # alice's access and refresh tokens
