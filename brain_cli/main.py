@@ -374,6 +374,7 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
         raise CliError("--title names one file; upload several without it", 2)
     api = ctx.api()
     results = []
+    failure: CliError | None = None
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   console=err, disable=ctx.as_json) as progress:  # fmt: skip
         for name in files:
@@ -382,13 +383,21 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
             fields = {key: value for key, value in (("title", title), ("category", category)) if value}
             with path.open("rb") as handle:
                 counted: Any = _Counted(handle, _advancer(progress, task))
-                results.append(api.upload(path.name, counted, fields))
+                try:
+                    results.append(api.upload(path.name, counted, fields))
+                except CliError as refused:
+                    # The files before it are uploaded: their keys are printed before the refusal.
+                    failure = CliError(f"{path.name}: {refused}", refused.code)
+                    break
 
     def human(all_results: list[dict[str, Any]]) -> None:
         for result in all_results:
             out.print(f"Uploaded {result['key']} — extraction {result['extraction'].get('status', 'queued')}")
 
-    ctx.emit(results, human)
+    if results or failure is None:
+        ctx.emit(results, human)
+    if failure is not None:
+        raise failure
 
 
 def main() -> None:

@@ -96,6 +96,15 @@ class BrainCliTests(LiveServerTestCase):
         document.write_text("# Kickoff\n\nWe agreed to ship on Thursdays.\n")
         uploaded = self.ok("upload", str(document))
         assert uploaded[0]["key"]
+        # A refused file after an uploaded one: the uploaded key is still printed, then the refusal.
+        second, empty = self.home / "agenda.md", self.home / "empty.md"
+        second.write_text("# Agenda\n\nRelease train review.\n")
+        empty.write_bytes(b"")
+        partial = self.brain("--json", "upload", str(second), str(empty))
+        assert partial.returncode != 0
+        assert json.loads(partial.stdout)[0]["key"]
+        assert "empty.md:" in partial.stderr
+        assert partial.stderr.count("\n") == 1
 
         assert self.ok("forget", memory_id, "--yes") is not None
         missing = self.brain("get", memory_id)
