@@ -24,7 +24,8 @@ from django.utils.html import format_html, format_html_join
 
 from accounts import services
 from accounts.models import Invitation, SignedInSession
-from grants.admin import MemberAdmin, ServiceAccountAdmin, admin_actor, integer_pk
+from builds.models import Build
+from grants.admin import MemberAdmin, ServiceAccountAdmin, TolerantAutocompleteSelect, admin_actor, integer_pk
 from grants.models import Member, ServiceAccount
 from oauth.selectors import connections_for
 
@@ -33,6 +34,16 @@ class InviteForm(forms.Form):
     username = forms.CharField(max_length=150, help_text="Letters, digits and @/./+/-/_ only.")
     email = forms.EmailField(help_text="The invitation link is sent here. It works once and expires.")
     role = forms.ChoiceField(choices=Member.Role.choices, initial=Member.Role.MEMBER)
+
+
+# The builds' requester: the field a reassignment sets. The member search behind the picker
+# goes by it, and offers active members only (``PeopleMemberAdmin.get_search_results``).
+REQUESTER = Build._meta.get_field("requester")
+
+
+class MemberSearchSelect(TolerantAutocompleteSelect):
+    """A member picker searched as you type: the page lists only the chosen member, never every
+    one (its scripts come with the form's media, printed by the lifecycle pages' templates)."""
 
 
 class HandOverForm(forms.Form):
@@ -44,7 +55,12 @@ class HandOverForm(forms.Form):
         initial="cancel",
         widget=forms.RadioSelect,
     )
-    reassign_to = forms.ModelChoiceField(queryset=Member.objects.none(), required=False, label="Reassign to")
+    reassign_to = forms.ModelChoiceField(
+        queryset=Member.objects.none(),
+        required=False,
+        label="Reassign to",
+        widget=MemberSearchSelect(REQUESTER, admin.site),
+    )
 
     def __init__(self, *args: Any, member: Member, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -103,6 +119,15 @@ class PeopleMemberAdmin(MemberAdmin):
         if obj is None:
             return []
         return ["status", "lifecycle", "groups_held", "grants_held", "explain", "connected_apps", "sessions"]
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Member], search_term: str) -> Any:
+        """The member search; behind the hand-over picker (a build's new requester), active
+        members only. The form still checks its own rules (not the member who leaves)."""
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        source = tuple(request.GET.get(key) for key in ("app_label", "model_name", "field_name"))
+        if source == (REQUESTER.model._meta.app_label, REQUESTER.model._meta.model_name, REQUESTER.name):
+            found = found.filter(is_active=True, user__is_active=True)
+        return found, duplicates
 
     @admin.display(description="Status")
     def status(self, obj: Member) -> str:

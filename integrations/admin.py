@@ -42,6 +42,7 @@ class SecretForm(forms.ModelForm):
 class IntegrationSecretAdmin(AdministratorOnly, admin.ModelAdmin):
     form = SecretForm
     list_display = ["name", "key_version", "updated_at", "updated_by"]
+    list_select_related = ["updated_by__user"]  # who set each secret: read with the rows
     readonly_fields = ["key_version", "updated_at", "updated_by"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:

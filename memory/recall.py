@@ -254,7 +254,9 @@ def memory_recall(
     ranks = fusion.fuse(arms, method="rrf", rrf_k=RRF_K)
     if not ranks:
         return response
-    memories = {memory.pk: memory for memory in Memory.objects.filter(pk__in=list(ranks))}
+    # Each result names its author (``author.display_name``): read with the memories, not one by one.
+    found = Memory.objects.filter(pk__in=list(ranks)).select_related("author__user")
+    memories = {memory.pk: memory for memory in found}
     now = timezone.now()
     words = {word.lower() for word in re.findall(r"[\w:-]+", normalise(text))}
     scored = [
@@ -317,7 +319,7 @@ def _expand(actor: Member, results: list[Recalled], hops: int, base: Any, *, lim
             MemoryLink.objects.filter(from_memory__in=ids).values_list("from_memory_id", "to_memory_id")
         ) + list(MemoryLink.objects.filter(to_memory__in=ids).values_list("to_memory_id", "from_memory_id"))
         neighbour_ids = {other for _, other in pairs if other not in seen}
-        visible = {memory.pk: memory for memory in base.filter(pk__in=neighbour_ids)}
+        visible = {memory.pk: memory for memory in base.filter(pk__in=neighbour_ids).select_related("author__user")}
         parent_score = {item.memory.pk: item.score for item in frontier}
         next_frontier = []
         for parent, other in pairs:
