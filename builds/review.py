@@ -22,7 +22,7 @@ from corpus.models import Revision
 from corpus.rendering import render_markdown
 from corpus.selectors import ReferenceFilter
 from grants.models import Member, Permission
-from grants.predicates import members_holding
+from grants.predicates import members_holding_all
 from grants.principals import Principal, SystemPrincipal
 
 # Past this many approvers the page names the first ones and says how many others.
@@ -233,19 +233,18 @@ def build_approvers(*, build: Build, requester: Member) -> Approvers:
     promotion gate still stops such a draft for everyone. For each page change: approve on the
     draft as it will be, on the live page there when the requester can read it, and the owner
     rule of either; each capture: approve on its scope; each figure: approve on its page and
-    its owner rule. One query per part (``members_holding``). Stale drafts are reported to the
+    its owner rule. One query for every part at once (``members_holding_all``: a query per part
+    made a 2,000-file build's page run 2,000 of them). Stale drafts are reported to the
     requester by their own blockers list, not here.
     """
     from builds.services import builds_settings
     from corpus.services import document_from_revision
 
-    candidates: set[int] | None = None
+    objects: list[tuple[str, str | None, int]] = []  # each must be approved by the one approver
     owners: set[str] = set()  # usernames the owner rule requires (each must be the approver)
 
     def narrow(path: str, category: str | None, sensitivity: int) -> None:
-        nonlocal candidates
-        ids = members_holding(Permission.APPROVE, path=path, category=category, sensitivity=sensitivity)
-        candidates = ids if candidates is None else candidates & ids
+        objects.append((path, category, int(sensitivity)))
 
     parts = build_parts(build)
     pages = pages_at(build)
@@ -275,7 +274,10 @@ def build_approvers(*, build: Build, requester: Member) -> Approvers:
         narrow(page.path, page.category, page.sensitivity)
         if page.change_policy == "owner" and page.owner.binds_as_owner:
             owners.add(page.owner.username)
-    if not candidates or len(owners) > 1:  # two different owners can never both be the approver
+    if not objects or len(owners) > 1:  # two different owners can never both be the approver
+        return Approvers([], 0)
+    candidates = members_holding_all(Permission.APPROVE, objects)
+    if not candidates:
         return Approvers([], 0)
     members = Member.objects.filter(pk__in=candidates, is_active=True, user__is_active=True).select_related("user")
     if not builds_settings()["ALLOW_SELF_APPROVAL"]:

@@ -555,21 +555,86 @@ def _approval_rows_of(build: Build) -> list[tuple[Any, ...]]:
 
 
 def build_list_awaiting_review(*, principal: Principal | None) -> list[Build]:
-    """Builds awaiting review that ``principal`` could act on (approve at least one part)."""
-    if principal is None:
-        return []
+    """Every build awaiting review that ``principal`` could act on (approve at least one part),
+    newest first. Weighs them all: pages show one page of them (``builds_awaiting_page``)."""
+    return builds_awaiting_page(principal=principal, limit=None).builds
+
+
+@dataclass(frozen=True)
+class AwaitingPage:
+    """One page of the builds awaiting ``principal``'s review, newest first."""
+
+    builds: list[Build]
+    more: bool  # whether a further build awaiting their review comes after the last one listed
+
+
+# Builds weighed per round while filling a page: the first round is twice the page, each next
+# one twice the last, up to this many (a page whose reader may approve few builds among many).
+AWAITING_BATCH_MAX = 500
+
+
+def builds_awaiting_page(
+    *,
+    principal: Principal | None,
+    limit: int | None,
+    after: Build | None = None,
+    exclude_requester: Member | None = None,
+    want_more: bool = True,
+) -> AwaitingPage:
+    """Up to ``limit`` builds awaiting review that ``principal`` could act on, newest first
+    (``submitted_at`` descending, then id), starting after the build ``after`` when given.
+
+    The candidates are read newest first in rounds, each weighed by ``builds_approvable_by``
+    (three queries a round), and reading stops once the page is full (with ``want_more``: once
+    one more is found, so ``more`` is exact): a home page showing eight no longer weighs every
+    build awaiting anyone. ``exclude_requester`` leaves out that member's own builds (the home
+    page lists them apart). ``limit=None`` weighs every candidate.
+    """
+    if principal is None or limit == 0:
+        return AwaitingPage([], False)
     User = get_user_model()
-    sql = f"""SELECT {columns(Build, "b")}, {columns(Member, "m")}, {columns(User, "u")}
-                FROM builds_build b
-                LEFT JOIN grants_member m ON m.id = b.requester_id
-                LEFT JOIN {User._meta.db_table} u ON u.id = m.user_id
-               WHERE b.status = %s
-               ORDER BY b.submitted_at DESC NULLS LAST, b.id DESC"""
-    with connection.cursor() as cursor:  # every home page runs this: hand-written (brain.rows)
-        cursor.execute(sql, (Build.Status.AWAITING_REVIEW,))
-        candidates = [_build_from_row(row) for row in cursor.fetchall()]
-    approvable = builds_approvable_by(principal, candidates)
-    return [build for build in candidates if build.pk in approvable]
+    where = ["b.status = %s"]
+    params: list[Any] = [Build.Status.AWAITING_REVIEW]
+    if exclude_requester is not None:
+        where.append("b.requester_id IS DISTINCT FROM %s")
+        params.append(exclude_requester.pk)
+    position: tuple[Any, int] | None = (after.submitted_at, after.pk) if after is not None else None
+    wanted = None if limit is None else limit + (1 if want_more else 0)
+    batch = 64 if limit is None else max(2 * limit, 8)
+    found: list[Build] = []
+    while True:
+        keyset, keyset_params = "", []
+        if position is not None:
+            # After the last one read, in the order ``submitted_at DESC NULLS LAST, id DESC``.
+            if position[0] is None:
+                keyset, keyset_params = "AND b.submitted_at IS NULL AND b.id < %s", [position[1]]
+            else:
+                keyset = ("AND (b.submitted_at < %s OR (b.submitted_at = %s AND b.id < %s)"
+                          " OR b.submitted_at IS NULL)")  # fmt: skip
+                keyset_params = [position[0], position[0], position[1]]
+        size = batch if limit is not None else None
+        sql = f"""SELECT {columns(Build, "b")}, {columns(Member, "m")}, {columns(User, "u")}
+                    FROM builds_build b
+                    LEFT JOIN grants_member m ON m.id = b.requester_id
+                    LEFT JOIN {User._meta.db_table} u ON u.id = m.user_id
+                   WHERE {" AND ".join(where)} {keyset}
+                   ORDER BY b.submitted_at DESC NULLS LAST, b.id DESC
+                   {"LIMIT %s" if size is not None else ""}"""
+        with connection.cursor() as cursor:  # every home page runs this: hand-written (brain.rows)
+            cursor.execute(sql, (*params, *keyset_params, *([size] if size is not None else [])))
+            candidates = [_build_from_row(row) for row in cursor.fetchall()]
+        if candidates:
+            approvable = builds_approvable_by(principal, candidates)
+            found.extend(build for build in candidates if build.pk in approvable)
+        if wanted is not None and len(found) >= wanted:
+            break
+        if size is None or len(candidates) < size:
+            break  # no candidate left
+        position = (candidates[-1].submitted_at, candidates[-1].pk)
+        batch = min(batch * 2, max(AWAITING_BATCH_MAX, batch))
+    if limit is None:
+        return AwaitingPage(found, False)
+    return AwaitingPage(found[:limit], len(found) > limit)
 
 
 def _render_frontmatter(frontmatter: dict[str, object]) -> list[str]:
@@ -731,7 +796,7 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
         "changes": [
             {"path": change.path, "action": change.action, "new_path": _moved_to(change)}
             for change in build_parts(build).changes
-            if change.pk in readable_changes(viewer, build)
+            if change.pk in readable  # weighed once above: once per change made a read quadratic
         ],
         "captures": [f"capture:{source.key}" for source in drafts["captures"]],
         "figures": [figure.key for figure in drafts["figures"]] + [held["key"] for held in drafts["pending_figures"]],

@@ -11,6 +11,7 @@ import json
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Case, Count, F, IntegerField, Q, Value, When, Window
@@ -30,9 +31,9 @@ from builds.models import Build
 from builds.review import build_approvers, build_review, revision_lines
 from builds.selectors import (
     build_get_visible,
-    build_list_awaiting_review,
     build_promotion_blockers,
     build_summary,
+    builds_awaiting_page,
     is_requester_or_participant,
     visible_drafts,
 )
@@ -93,7 +94,33 @@ def build_queue(request: HttpRequest) -> HttpResponse:
             "expires": credential.expires_at.strftime("%Y-%m-%d %H:%M"),
         }  # fmt: skip
         return redirect("builds:build-queue")
-    return _queue_page(request, member, started=request.session.pop(_AGENT_BUILD_SESSION_KEY, None))
+    cursor = str(request.GET.get("cursor", ""))
+    after = _queue_position(member, cursor) if cursor and member is not None else None
+    if cursor and member is not None and after is None:
+        # Never says why (a build gone, another member's link, a forged position): one answer.
+        return error_response(request, 400, "invalid", _BAD_QUEUE_CURSOR)
+    return _queue_page(request, member, started=request.session.pop(_AGENT_BUILD_SESSION_KEY, None), after=after)
+
+
+# The builds awaiting review are listed a page at a time, newest first; "older" follows a cursor.
+QUEUE_PAGE = 20
+_QUEUE_CURSOR_SALT = "builds.queue.cursor"
+_BAD_QUEUE_CURSOR = "cursor: not a position this list gave out; start from the first page and follow its links"
+
+
+def _queue_cursor(member: Member, build: Build) -> str:
+    """The opaque position after ``build`` in ``member``'s queue: its public id, signed for them
+    (so no one can place the list after a build they were never shown, to learn when it came)."""
+    return signing.Signer(salt=f"{_QUEUE_CURSOR_SALT}:{member.pk}").sign(str(build.public_id))
+
+
+def _queue_position(member: Member, cursor: str) -> Build | None:
+    """The build a ``_queue_cursor`` names (its place in the order only), or None if it is not one."""
+    try:
+        public_id = signing.Signer(salt=f"{_QUEUE_CURSOR_SALT}:{member.pk}").unsign(cursor[:200])
+        return Build.objects.only("id", "submitted_at").get(public_id=public_id)
+    except (signing.BadSignature, ValidationError, ValueError, Build.DoesNotExist):
+        return None
 
 
 def _queue_page(
@@ -104,9 +131,11 @@ def _queue_page(
     problem: str = "",
     typed: dict[str, str] | None = None,
     status: int = 200,
+    after: Build | None = None,
 ) -> HttpResponse:
     """The builds page; ``started`` is a just-opened agent build (its credential, shown once),
-    ``problem`` and ``typed`` a refused start."""
+    ``problem`` and ``typed`` a refused start, ``after`` where the page of builds awaiting
+    review starts (the newest when None)."""
     agent_config = None
     if started:
         url = settings.BRAIN_BASE_URL + "/api/build/mcp"
@@ -116,10 +145,13 @@ def _queue_page(
             indent=2,
         )  # fmt: skip
     mine, older = _builds_of(member) if member else ([], 0)
+    awaiting = builds_awaiting_page(principal=member, limit=QUEUE_PAGE, after=after)
+    next_cursor = _queue_cursor(member, awaiting.builds[-1]) if member is not None and awaiting.more else ""
     return render(
         request,
         "builds/build_queue.html",
-        {"awaiting": build_list_awaiting_review(principal=member), "mine": mine, "older": older,
+        {"awaiting": awaiting.builds, "awaiting_next": next_cursor, "awaiting_later_page": after is not None,
+         "mine": mine, "older": older,
          "started": started, "agent_config": agent_config, "mcp_url": settings.BRAIN_BASE_URL + "/api/build/mcp",
          "problem": problem, "typed": typed or {}},
         status=status,

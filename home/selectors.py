@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from brain.rows import columns, hydrate
 from builds.models import Build
-from builds.selectors import build_list_awaiting_review
+from builds.selectors import builds_awaiting_page
 from corpus.models import Page, Revision
 from corpus.selectors import reverify_days
 from corpus.services import document_from_revision
@@ -99,9 +99,8 @@ def home_for(member: Member) -> Home:
     """The member's home: builds they may approve (not their own), their open builds, pages they own
     that are due for re-verification, recent promotions of pages they can read, their recent memories."""
     today = timezone.localdate()
-    to_review = [build for build in build_list_awaiting_review(principal=member) if build.requester_id != member.pk][
-        :RECENT
-    ]
+    # The newest few they may approve, weighed newest first until found (not every build awaiting anyone).
+    to_review = builds_awaiting_page(principal=member, limit=RECENT, exclude_requester=member, want_more=False).builds
     my_builds = list(
         Build.objects.filter(requester=member, status__in=[Build.Status.OPEN, Build.Status.AWAITING_REVIEW]).order_by(
             "-created_at"
