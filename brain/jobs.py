@@ -21,6 +21,9 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
+from kombu.exceptions import OperationalError
+
+from brain.redis_outage import ERRORS, REDIS
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +52,15 @@ def enqueue_on_commit(task: Any, *args: Any) -> None:
 
     def send() -> None:
         name = task if isinstance(task, str) else getattr(task, "name", repr(task))
+        if REDIS.skip():
+            # Redis (the broker) failed a moment ago: do not make this request wait on it too.
+            logger.warning("not queueing %s while Redis is unreachable; its sweep will send it", name)
+            return
         try:
             task_named(task).delay(*args)
         except Exception as exc:  # any broker failure: the row waits for the sweep
+            if isinstance(exc, (OperationalError, TimeoutError, *ERRORS)):
+                REDIS.failed(exc)  # the next requests of this process do not wait on it again
             logger.warning("could not queue %s (%s); its sweep will send it again", name, type(exc).__name__)
 
     transaction.on_commit(send)

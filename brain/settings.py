@@ -216,6 +216,12 @@ CACHES = {
 # again (brain/redis_outage.py): an outage costs one connect timeout per interval, not per call.
 BRAIN_REDIS_RETRY_SECONDS = env_int("BRAIN_REDIS_RETRY_SECONDS", 5, minimum=0, maximum=300)
 CELERY_BROKER_URL = REDIS_URL
+# A broker that accepts connections but never answers must not hold a web thread: kombu sets
+# no socket timeout by default (a publish "waits forever"), and a job queued on commit hung
+# its request for good; two of them stopped a web process, /healthz included. Two seconds a
+# socket operation, one retry (brain/jobs.py then leaves the job to its sweep).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": 2, "socket_connect_timeout": 2}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"

@@ -484,3 +484,82 @@ class HealthWithRedisDownTests(TestCase):
         body = response.json()
         assert (body["redis"], body["cache"], body["broker"], body["database"]) == ("down", "down", "ok", "ok")
         assert body["down"] == ["cache"]
+
+
+# --------------------------------------------------------------------------- a broker that hangs
+
+
+@contextlib.contextmanager
+def _silent_server() -> Iterator[int]:
+    """A TCP port that accepts connections and never answers (a Redis hung, not down)."""
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        for connection_ in held:
+            connection_.close()
+        listener.close()
+
+
+def test_a_broker_that_never_answers_fails_a_publish_instead_of_holding_it() -> None:
+    """kombu sets no socket timeout by default: a job queued on commit waited for ever, and two
+    such requests stopped a web process (``/healthz`` too). The settings bound a publish."""
+    import threading
+
+    from celery import Celery
+
+    outcome: list[BaseException | None] = []
+    with _silent_server() as port:
+        probe = Celery("probe")
+        probe.config_from_object("django.conf:settings", namespace="CELERY")
+        probe.conf.broker_url = f"redis://127.0.0.1:{port}/0"
+
+        def publish() -> None:
+            try:
+                probe.send_task("answers.run", args=[1])
+                outcome.append(None)
+            except BaseException as exc:  # the failure is what is checked
+                outcome.append(exc)
+
+        sender = threading.Thread(target=publish, daemon=True)
+        sender.start()
+        sender.join(60)  # a behaviour bound, not a speed target: unbounded before
+        assert not sender.is_alive(), "the publish is still waiting on a broker that never answers"
+        probe.close()
+    assert outcome
+    assert outcome[0] is not None
+
+
+@pytest.mark.django_db
+def test_after_a_broker_failure_queueing_waits_for_the_sweep_instead_of_the_broker() -> None:
+    from brain import jobs
+
+    queued: list[Any] = []
+    with mock.patch.object(jobs, "task_named", side_effect=lambda task: mock.Mock(delay=queued.append)):
+        REDIS.failed(redis.ConnectionError("hung"))
+        try:
+            with TestCase.captureOnCommitCallbacks(execute=True):
+                jobs.enqueue_on_commit("answers.run", 1)
+        finally:
+            REDIS.answered()
+        assert queued == []  # not sent: the row waits for its sweep
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            jobs.enqueue_on_commit("answers.run", 2)
+        assert queued == [2]
