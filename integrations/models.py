@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from answers.models import Question
+from brain.leases import LeasedJob
 from grants.models import Member
 
 
@@ -38,8 +39,13 @@ class SlackLink(models.Model):
         return f"link for {self.slack_user_id}"
 
 
-class SlackDelivery(models.Model):
-    """Where to post a question's answer: Slack's response URL stays here, never in a task payload."""
+class SlackDelivery(LeasedJob):
+    """Where to post a question's answer: Slack's response URL stays here, never in a task payload.
+
+    Leased (``brain.leases.LeasedJob``): the task chain answering and posting it holds the
+    lease, a retry waiting out its countdown included, so a second call or the sweep never
+    posts the same answer twice (``integrations.slack.slack_answer``).
+    """
 
     question = models.OneToOneField(Question, on_delete=models.CASCADE, related_name="slack_delivery")
     response_url = models.URLField(max_length=1000)

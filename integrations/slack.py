@@ -14,6 +14,7 @@ import hashlib
 import logging
 import re
 import secrets
+import uuid
 from typing import Any
 
 import requests
@@ -34,6 +35,7 @@ from answers.models import Question
 from answers.services import question_ask, question_run
 from brain.errors import json_error
 from brain.jobs import enqueue_on_commit, resend_lost
+from brain.leases import Lease, lease_claim, lease_expired, lease_extend, lease_finish
 from brain.ratelimit import RateLimited, hit
 from corpus.search import SearchError, search
 from grants.audit import audit_record
@@ -47,6 +49,9 @@ SIGNING_SECRET = "slack_signing_secret"  # noqa: S105 (the setting's name, not a
 LINK_LIFETIME = dt.timedelta(minutes=10)
 # Slack accepts posts to a slash command's response_url for 30 minutes.
 RESPONSE_URL_LIFETIME = dt.timedelta(minutes=30)
+# How long a delivery's chain holds its lease without word: one answer run, one post (10 s
+# timeout) or a retry's 15 s wait. A chain that dies is taken over this long after.
+DELIVERY_HOLD = dt.timedelta(minutes=2)
 HELP = (
     "*/brain <question>* — an answer from the pages you can read, with its sources\n"
     "*/brain search <terms>* — matching pages\n"
@@ -148,16 +153,39 @@ def commands(request: HttpRequest) -> HttpResponse:
     return _ephemeral("Looking into it… the answer will appear here.")
 
 
-def slack_answer(delivery_id: int) -> str:
-    """Answer the delivery's question (as its asker) and post it to Slack's response URL.
-
-    Returns ``delivered``, ``skipped`` (already delivered or gone), ``pending`` (another
-    worker is answering it) or ``undelivered`` (Slack could not be reached); the task
-    tries the last two again.
-    """
-    delivery = (
-        SlackDelivery.objects.select_related("question").filter(pk=delivery_id, delivered_at__isnull=True).first()
+def slack_delivery_claim(delivery_id: int, held: str | None = None) -> Lease | None:
+    """The lease of one delivery's task chain: ``held`` (the token a retry carries) when it is
+    still this row's, pushed out by ``DELIVERY_HOLD``; otherwise a new claim, which succeeds
+    only on an undelivered row nobody holds, or one whose holder died (its lease ran out).
+    ``None``: delivered, gone, or another chain is on it."""
+    if held is not None:
+        lease = Lease(model=SlackDelivery, pk=delivery_id, token=uuid.UUID(held), attempt=0)
+        if lease_extend(lease, DELIVERY_HOLD):
+            return lease
+    undelivered = Q(delivered_at__isnull=True)
+    return lease_claim(
+        SlackDelivery,
+        delivery_id,
+        waiting=undelivered & Q(lease_token__isnull=True),
+        running=undelivered & Q(lease_token__isnull=False),
+        take={},
+        duration=DELIVERY_HOLD,
     )
+
+
+def slack_answer(delivery_id: int, lease: Lease | None = None) -> str:
+    """Answer the delivery's question (as its asker) and post it to Slack's response URL,
+    holding the delivery's lease (``lease``, or one claimed here): of two calls for one
+    delivery, one posts and the other returns ``skipped``.
+
+    Returns ``delivered``, ``skipped`` (already delivered, gone or held by another chain),
+    ``pending`` (the question is still being answered) or ``undelivered`` (Slack could not
+    be reached); for the last two the lease is kept for the retry that follows.
+    """
+    lease = lease or slack_delivery_claim(delivery_id)
+    if lease is None:
+        return "skipped"
+    delivery = SlackDelivery.objects.select_related("question").filter(pk=delivery_id).first()
     if delivery is None:
         return "skipped"
     question_run(delivery.question_id)
@@ -168,16 +196,20 @@ def slack_answer(delivery_id: int) -> str:
         )
         text = f"{slack_text(question.answer)}\n\nSources: {sources}"
     elif question.status in (Question.Status.QUEUED, Question.Status.RUNNING):
-        return "pending"
+        return "pending" if lease_extend(lease, DELIVERY_HOLD) else "skipped"
     else:
         text = f"No answer: {slack_text(question.refusal_reason)}"
+    # Answering may have taken long: post only while the lease is still ours (a chain that
+    # outlived it leaves the posting to the one that took over).
+    if not lease_extend(lease, DELIVERY_HOLD):
+        return "skipped"
     try:
         response = requests.post(delivery.response_url, json={"response_type": "ephemeral", "text": text}, timeout=10)
         response.raise_for_status()
     except requests.RequestException as exc:
         logger.warning("slack delivery %s failed: %s", delivery.pk, type(exc).__name__)
         return "undelivered"
-    SlackDelivery.objects.filter(pk=delivery.pk).update(delivered_at=timezone.now())
+    lease_finish(lease, delivered_at=timezone.now())
     return "delivered"
 
 
@@ -208,16 +240,15 @@ def link(request: HttpRequest, code: str) -> HttpResponse:
 
 
 def slack_deliveries_sweep() -> int:
-    """Re-send deliveries whose message never reached a worker: undelivered, asked more than
-    a minute ago and within Slack's 30 minutes for a response URL, when the queue is idle."""
+    """Re-send undelivered deliveries while Slack still accepts their response URL (30
+    minutes): those whose chain died (lease expired) at once, those never started (asked more
+    than a minute ago, never claimed) when the queue is idle."""
     now = timezone.now()
-    # No lease: a delivery being answered is re-sent only if the queue is idle, and then
-    # its task finds it delivered or pending.
+    # A chain holds its delivery's lease through its retries: a held row is re-sent only
+    # once that lease ran out (its worker died), and the new task's claim is then the only one.
     return resend_lost(
         "integrations.slack_answer",
-        SlackDelivery.objects.filter(delivered_at__isnull=True),
-        never_started=Q(
-            question__created_at__lt=now - dt.timedelta(minutes=1),
-            question__created_at__gt=now - RESPONSE_URL_LIFETIME,
-        ),
+        SlackDelivery.objects.filter(delivered_at__isnull=True, question__created_at__gt=now - RESPONSE_URL_LIFETIME),
+        never_started=Q(lease_token__isnull=True, question__created_at__lt=now - dt.timedelta(minutes=1)),
+        died=Q(lease_token__isnull=False) & lease_expired(now),
     )

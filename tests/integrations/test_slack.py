@@ -27,7 +27,7 @@ from grants.principals import SYSTEM
 from integrations import tasks
 from integrations.models import IntegrationSecret, SlackDelivery, SlackLink
 from integrations.secrets import SecretUnavailable, secret_get, secret_set, secrets_rotate
-from integrations.slack import slack_answer, slack_deliveries_sweep
+from integrations.slack import slack_answer, slack_deliveries_sweep, slack_delivery_claim
 from tests.base import BrainTestCase, publish
 
 KEY_1 = "1:" + base64.b64encode(b"k" * 32).decode()
@@ -257,10 +257,74 @@ class SlackDeliveryRetryTests(BrainTestCase):
         )
         return SlackDelivery.objects.create(question=question, response_url="https://hooks.slack.invalid/x")
 
-    def test_a_pending_or_undelivered_answer_is_tried_again(self) -> None:
-        with mock.patch("integrations.slack.slack_answer", side_effect=["pending", "undelivered", "delivered"]) as run:
-            tasks.slack_answer_task.apply(args=(7,))
+    def test_a_pending_or_undelivered_answer_is_tried_again_under_the_same_lease(self) -> None:
+        delivery = self.delivery(asked_minutes_ago=0)
+        tokens: list[Any] = []
+        outcomes = iter(["pending", "undelivered", "delivered"])
+
+        def answer(delivery_id: int, lease: Any) -> str:
+            tokens.append(lease.token)
+            # While the chain waits out a retry, a second send of the same delivery finds it held.
+            assert slack_delivery_claim(delivery_id) is None
+            return next(outcomes)
+
+        with mock.patch("integrations.slack.slack_answer", side_effect=answer) as run:
+            tasks.slack_answer_task.apply(args=(delivery.pk,))
         assert run.call_count == 3
+        assert len(set(tokens)) == 1  # each retry resumed the lease its first attempt took
+
+    def test_two_sends_of_one_delivery_post_its_answer_once(self) -> None:
+        slack = FakeSlack()
+        try:
+            delivery = self.delivery(asked_minutes_ago=0)
+            SlackDelivery.objects.filter(pk=delivery.pk).update(response_url=slack.url)
+            first = slack_delivery_claim(delivery.pk)
+            assert first is not None
+            # A second task (the sweep, a redelivered message) while the first chain holds it.
+            tasks.slack_answer_task.apply(args=(delivery.pk,))
+            assert slack.posts == []
+            assert slack_answer(delivery.pk, first) == "delivered"
+            # And once delivered, any later send is skipped.
+            tasks.slack_answer_task.apply(args=(delivery.pk,))
+            assert slack_answer(delivery.pk) == "skipped"
+        finally:
+            slack.server.shutdown()
+        assert len(slack.posts) == 1
+        row = SlackDelivery.objects.get(pk=delivery.pk)
+        assert row.delivered_at is not None
+        assert row.lease_token is None
+
+    def test_a_chain_whose_worker_died_is_taken_over_and_the_late_one_posts_nothing(self) -> None:
+        slack = FakeSlack()
+        try:
+            delivery = self.delivery(asked_minutes_ago=0)
+            SlackDelivery.objects.filter(pk=delivery.pk).update(response_url=slack.url)
+            dead = slack_delivery_claim(delivery.pk)
+            assert dead is not None
+            expired = timezone.now() - dt.timedelta(seconds=1)
+            SlackDelivery.objects.filter(pk=delivery.pk).update(lease_expires_at=expired)
+            with (
+                mock.patch.object(tasks.slack_answer_task, "delay") as delay,
+                mock.patch("brain.jobs.queue_idle", return_value=False),
+            ):
+                assert slack_deliveries_sweep() == 1  # a dead chain is re-sent at once
+            delay.assert_called_once_with(delivery.pk)
+            tasks.slack_answer_task.apply(args=(delivery.pk,))
+            # The first worker wakes up late: its retry's token is no longer the row's.
+            tasks.slack_answer_task.apply(args=(delivery.pk, str(dead.token)))
+        finally:
+            slack.server.shutdown()
+        assert len(slack.posts) == 1
+
+    def test_the_sweep_leaves_a_live_chain_alone(self) -> None:
+        delivery = self.delivery(asked_minutes_ago=5)
+        assert slack_delivery_claim(delivery.pk) is not None
+        with (
+            mock.patch.object(tasks.slack_answer_task, "delay") as delay,
+            mock.patch("brain.jobs.queue_idle", return_value=True),
+        ):
+            assert slack_deliveries_sweep() == 0
+        delay.assert_not_called()
 
     def test_the_sweep_re_sends_lost_deliveries_while_slack_still_accepts_them(self) -> None:
         lost = self.delivery(asked_minutes_ago=5)
