@@ -12,7 +12,8 @@ capsule rows' partial index) and by a row limit: the cost follows the week's act
 the table's size (``make bench-memory`` measures it at 5k and 50k memories).
 
 Delivery (email through Django's mail backend, or a Slack DM) happens after the insight is
-committed; a failed delivery is recorded and retried by the next run for two days.
+committed, under the insight's lease; a failed delivery, or one whose run died before it
+sent, is retried by the next runs for two days.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from brain.leases import lease_claim, lease_expired, lease_finish
 from grants.models import Member
 from memory import capsules
 from memory.models import (
@@ -52,6 +54,9 @@ LISTED = 5  # memories named per section
 COUNT_CAP = 500  # counts stop here ("500+"): a count must not become a scan
 STALE_AFTER = dt.timedelta(days=30)
 RETRY_DELIVERY_FOR = dt.timedelta(days=2)
+# How long one run holds an insight it is sending (a mail server's or Slack's timeout is
+# far shorter); a run killed meanwhile is taken over this long after.
+DELIVERY_HOLD = dt.timedelta(minutes=10)
 MEMBERS_PER_RUN = 200
 
 
@@ -205,8 +210,17 @@ def render(summary: dict[str, Any], week: Week) -> str:
     return "\n".join(lines)
 
 
+def _wants_delivery(member: Member | None) -> bool:
+    """Whether ``member`` chose to have insights sent (mail or Slack), not only shown."""
+    if member is None:
+        return False
+    preference = MemoryPreference.objects.filter(member=member).first()
+    return preference is not None and preference.insights_delivery != InsightDelivery.DASHBOARD
+
+
 def insight_write(member: Member | None, week: Week) -> MemoryInsight | None:
-    """Write the week's insight of one layer once; None when it already exists."""
+    """Write the week's insight of one layer once; None when it already exists. The row
+    records whether it is to be sent, so sending survives the run that wrote it."""
     written = MemoryInsight.objects.filter(week_start=week.start.date())
     if (written.filter(member=member) if member else written.filter(member__isnull=True)).exists():
         return None
@@ -214,56 +228,80 @@ def insight_write(member: Member | None, week: Week) -> MemoryInsight | None:
     try:
         with transaction.atomic():
             return MemoryInsight.objects.create(
-                member=member, week_start=week.start.date(), summary=summary, text=render(summary, week)
+                member=member,
+                week_start=week.start.date(),
+                summary=summary,
+                text=render(summary, week),
+                delivers=_wants_delivery(member),
             )
     except IntegrityError:
         return None  # another run wrote it first
 
 
-def deliver(insight: MemoryInsight) -> bool:
-    """Send a personal insight the way its member chose (plus the shared one when there is one).
-
-    True when it was sent; False when the member reads it on the dashboard only or the
-    delivery failed (the error is recorded on the insight and the next run retries).
-    """
+def _send(insight: MemoryInsight, delivery: str) -> None:
+    """Send the insight (plus the week's shared one) by ``delivery``; raises when it cannot."""
     if insight.member is None:
-        return False
-    preference = MemoryPreference.objects.filter(member=insight.member).first()
-    if preference is None or preference.insights_delivery == InsightDelivery.DASHBOARD:
-        return False
+        raise ValueError("the shared insight is shown, never sent")
     text = insight.text
     shared = MemoryInsight.objects.filter(member__isnull=True, week_start=insight.week_start).first()
     if shared is not None:
         text += "\n\n" + shared.text
+    if delivery == InsightDelivery.EMAIL:
+        if not insight.member.user.email:
+            raise ValueError("the member has no email address")
+        send_mail(
+            subject=f"Your Brain week, {insight.week_start:%d %b %Y}",
+            message=text + f"\n\n{settings.BRAIN_BASE_URL}/memory/",
+            from_email=None,
+            recipient_list=[insight.member.user.email],
+        )
+    else:
+        from integrations.slack_dm import send_direct_message
+
+        send_direct_message(insight.member, text)
+
+
+def deliver(insight: MemoryInsight) -> bool:
+    """Send a personal insight the way its member chose, under the row's lease.
+
+    True when it was sent; False when it is not to be sent (the member reads it on the
+    dashboard only, now or since it was written), another run holds it, or the delivery
+    failed (the error is recorded on the insight and the next run retries). A run killed
+    while sending leaves the lease to expire (``DELIVERY_HOLD``); a later run takes it over.
+    """
+    if insight.member is None or not insight.delivers:
+        return False
+    undelivered = Q(delivers=True, delivered_at__isnull=True)
+    lease = lease_claim(
+        MemoryInsight,
+        insight.pk,
+        waiting=undelivered & Q(lease_token__isnull=True),
+        running=undelivered & Q(lease_token__isnull=False),
+        take={},
+        duration=DELIVERY_HOLD,
+    )
+    if lease is None:
+        return False
+    preference = MemoryPreference.objects.filter(member=insight.member).first()
+    if preference is None or preference.insights_delivery == InsightDelivery.DASHBOARD:
+        lease_finish(lease, delivers=False, delivery_error="")
+        return False
     error = ""
     try:
-        if preference.insights_delivery == InsightDelivery.EMAIL:
-            if not insight.member.user.email:
-                raise ValueError("the member has no email address")
-            send_mail(
-                subject=f"Your Brain week, {insight.week_start:%d %b %Y}",
-                message=text + f"\n\n{settings.BRAIN_BASE_URL}/memory/",
-                from_email=None,
-                recipient_list=[insight.member.user.email],
-            )
-        else:
-            from integrations.slack_dm import send_direct_message
-
-            send_direct_message(insight.member, text)
+        _send(insight, preference.insights_delivery)
     except Exception as exc:  # a mail server or Slack down: recorded, retried by the next run
         error = f"{type(exc).__name__}: {exc}"[:300]
         logger.warning("insight %s not delivered: %s", insight.pk, error)
-    MemoryInsight.objects.filter(pk=insight.pk).update(
-        delivered_at=None if error else timezone.now(), delivery_error=error
-    )
+    lease_finish(lease, delivered_at=None if error else timezone.now(), delivery_error=error)
     return not error
 
 
 def insights_run(now: dt.datetime | None = None) -> dict[str, int]:
-    """The beat job: write last week's insights that are due, deliver, and retry failed deliveries.
+    """The beat job: write last week's insights that are due, deliver, and retry deliveries
+    that failed or whose run died before sending.
 
-    Idempotent (one insight per layer and week); at most ``MEMBERS_PER_RUN`` members a run,
-    the rest on the next.
+    Idempotent (one insight per layer and week, one send per insight); at most
+    ``MEMBERS_PER_RUN`` members a run, the rest on the next.
     """
     week = last_full_week(now)
     written = delivered = 0
@@ -284,14 +322,16 @@ def insights_run(now: dt.datetime | None = None) -> dict[str, int]:
     # Only to members still here: a digest (with the shared layer in it) does not follow
     # someone suspended or gone between a failed delivery and its retry.
     retry = MemoryInsight.objects.filter(
+        lease_expired() | Q(lease_token__isnull=True),
         member__is_active=True,
         member__user__is_active=True,
         member__offboarded_at__isnull=True,
         member__isnull=False,
+        delivers=True,
         delivered_at__isnull=True,
         created_at__gte=timezone.now() - RETRY_DELIVERY_FOR,
-    ).exclude(delivery_error="")
-    for insight in retry.select_related("member__user")[:MEMBERS_PER_RUN]:
+    )
+    for insight in retry.select_related("member__user").order_by("created_at")[:MEMBERS_PER_RUN]:
         delivered += deliver(insight)
     return {"written": written, "delivered": delivered}
 

@@ -254,11 +254,14 @@ class TeamMemorySettings(models.Model):
         return "Team memory settings"
 
 
-class MemoryInsight(models.Model):
+class MemoryInsight(LeasedJob):
     """One week's summary of one layer: a member's personal layer, or (member null) the shared layer.
 
     ``summary`` is the deterministic record (counts and memory ids); ``text`` the prose shown
-    and delivered. Written by ``memory.insights`` once per layer and week.
+    and delivered. Written by ``memory.insights`` once per layer and week. ``delivers`` is
+    set with the row when its member wants it sent (mail or Slack): until ``delivered_at``,
+    each run sends it again, under the row's lease, so a run killed between writing and
+    sending still delivers it and two runs never both send it.
     """
 
     member = models.ForeignKey(Member, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
@@ -266,6 +269,7 @@ class MemoryInsight(models.Model):
     summary = models.JSONField(default=dict)
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
+    delivers = models.BooleanField(default=False)
     delivered_at = models.DateTimeField(null=True, blank=True)
     delivery_error = models.CharField(max_length=300, blank=True, default="")
 

@@ -6,10 +6,13 @@ import base64
 import datetime as dt
 import json
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from unittest import mock
 from urllib.parse import parse_qs
 
+import pytest
 from django.core import mail
 from django.test import TestCase, override_settings
 from django.utils import timezone
@@ -161,6 +164,51 @@ class InsightTests(TestCase):
         assert insight.delivered_at is not None
         assert insight.delivery_error == ""
         assert len(mail.outbox) == 1
+
+    def test_a_run_killed_between_writing_and_sending_is_delivered_by_the_next(self) -> None:
+        memory_preferences_save(actor=self.alice, default_workspace="", default_tags="",
+                                weekly_insights=True, insights_delivery="email")  # fmt: skip
+        memory_preferences_save(actor=self.bob, default_workspace="", default_tags="",
+                                weekly_insights=True, insights_delivery="dashboard")  # fmt: skip
+        # The worker dies right after committing the insights, before any is sent.
+        with mock.patch("memory.insights.deliver", side_effect=SystemExit), pytest.raises(SystemExit):
+            insights_run(self.later)
+        assert MemoryInsight.objects.filter(member=self.alice, delivered_at__isnull=True).exists()
+        assert insights_run(self.later) == {"written": 1, "delivered": 1}  # bob written now; alice sent
+        assert len(mail.outbox) == 1
+        assert insights_run(self.later) == {"written": 0, "delivered": 0}  # sent once; bob never sent
+        assert len(mail.outbox) == 1
+        assert not MemoryInsight.objects.get(member=self.bob).delivers
+
+    def test_an_insight_another_run_is_sending_is_not_sent_twice(self) -> None:
+        memory_preferences_save(actor=self.alice, default_workspace="", default_tags="",
+                                weekly_insights=True, insights_delivery="email")  # fmt: skip
+        with mock.patch("memory.insights.deliver", return_value=False):
+            insights_run(self.later)
+        insight = MemoryInsight.objects.get(member=self.alice)
+        # Another run holds the insight's lease (it is sending it right now).
+        held = timezone.now() + dt.timedelta(minutes=5)
+        MemoryInsight.objects.filter(pk=insight.pk).update(lease_token=uuid.uuid4(), lease_expires_at=held)
+        assert insights_run(self.later) == {"written": 0, "delivered": 0}
+        assert mail.outbox == []
+        # That run died: once its lease runs out, the next run sends it, once.
+        MemoryInsight.objects.filter(pk=insight.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+        assert insights_run(self.later) == {"written": 0, "delivered": 1}
+        assert insights_run(self.later) == {"written": 0, "delivered": 0}
+        assert len(mail.outbox) == 1
+        insight.refresh_from_db()
+        assert insight.lease_token is None
+
+    def test_a_member_who_switched_to_the_dashboard_meanwhile_is_not_sent_it(self) -> None:
+        memory_preferences_save(actor=self.alice, default_workspace="", default_tags="",
+                                weekly_insights=True, insights_delivery="email")  # fmt: skip
+        with override_settings(EMAIL_BACKEND="tests.memory.test_insights.BrokenMail"):
+            insights_run(self.later)
+        memory_preferences_save(actor=self.alice, default_workspace="", default_tags="",
+                                weekly_insights=True, insights_delivery="dashboard")  # fmt: skip
+        assert insights_run(self.later) == {"written": 0, "delivered": 0}
+        assert mail.outbox == []
+        assert not MemoryInsight.objects.get(member=self.alice).delivers
 
     def test_a_quiet_week_and_no_link_rows_from_other_layers(self) -> None:
         summary = summarise(self.alice, self.week)
