@@ -42,12 +42,18 @@ _S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 
 
 def pkce_challenge_refusal(query: Any) -> str | None:
-    """Why an authorization request's PKCE challenge is unusable, or None (a missing one is the
-    toolkit's to refuse). Checked before the consent page: an over-long challenge was a database
-    error when the person clicked Connect, and a short one made the verifier easy to guess."""
+    """Why an authorization request's PKCE challenge is unusable, or None (a missing one, or the
+    "plain" method, is the toolkit's to refuse, by redirect). Checked before the consent page and
+    on its POST, whatever the method says: an over-long challenge was a database error when the
+    person clicked Connect, a short one made the verifier easy to guess, and a method of "" or
+    "S256 " once let either past this check."""
     challenge = query.get("code_challenge")
-    method = query.get("code_challenge_method", "S256")  # any other method the toolkit refuses, by redirect
-    if method == "S256" and challenge is not None and not _S256_CHALLENGE.fullmatch(challenge):
+    method = query.get("code_challenge_method")
+    if method is not None and method not in ("S256", "plain"):
+        return "code_challenge_method must be S256 (RFC 7636)."
+    # A "plain" challenge is the verifier itself (the toolkit then refuses the method).
+    shape = _VERIFIER if method == "plain" else _S256_CHALLENGE
+    if challenge is not None and not shape.fullmatch(challenge):
         return "code_challenge must be the 43-character base64url SHA-256 of the code verifier (RFC 7636)."
     return None
 

@@ -744,13 +744,13 @@ class OAuthRuleTests(TestCase):
         consent = self.client.get("/oauth/authorize/?" + urlencode(query))
         fields = {name: value for name, value in consent.context["form"].initial.items() if value is not None}
         for edited in ("a" * 300, "abc"):
-            with self.subTest(length=len(edited)):
-                answer = self.client.post(
-                    "/oauth/authorize/?" + urlencode(query),
-                    data={**fields, "code_challenge": edited, "allow": "Authorize"},
-                )
-                assert answer.status_code == 400
-                assert "code_challenge must be" in answer.content.decode()
+            # An edited method ("", "S256 ") must not take the challenge past the check.
+            for method in ("S256", "", "S256 ", "plain"):
+                with self.subTest(length=len(edited), method=method):
+                    edits = {"code_challenge": edited, "code_challenge_method": method, "allow": "Authorize"}
+                    answer = self.client.post("/oauth/authorize/?" + urlencode(query), data={**fields, **edits})
+                    assert answer.status_code == 400
+                    assert "code_challenge" in answer.content.decode()
         assert not Grant.objects.filter(application__client_id=client_id).exists()
 
     def test_a_client_removing_itself_revokes_its_tokens_and_is_audited(self) -> None:
