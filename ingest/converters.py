@@ -24,12 +24,12 @@ from importlib.metadata import version
 from django.conf import settings
 
 from brain.text.html import html_text
-from ingest.docx_text import TooLong, docx_text
+from ingest.docx_text import ARCHIVE_ERRORS, TooLong, docx_text
 
 TYPES = ("markdown", "text", "html", "pdf", "docx", "vtt", "srt")
 # Versions of the readers written here (recorded on each extraction, like a library's version).
-DOCX_VERSION = "1"
-HTML_VERSION = "1"
+DOCX_VERSION = "2"
+HTML_VERSION = "2"
 _SRT_START = re.compile(r"^\s*\d+\s*\r?\n\s*\d{2}:\d{2}:\d{2}[,.]\d{3}\s*-->", re.M)
 
 
@@ -133,9 +133,9 @@ def _docx(data: bytes) -> Converted:
             text = docx_text(archive, limits()["MAX_CHARS"])
         except TooLong:
             raise ConversionFailed(f"the text is longer than {limits()['MAX_CHARS']:,} characters") from None
-        except (etree.XMLSyntaxError, KeyError, zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        except (etree.XMLSyntaxError, KeyError, ValueError, *ARCHIVE_ERRORS) as exc:
             raise ConversionFailed("the Word document could not be read (it may be damaged)") from exc
-    return Converted(text, "brain-docx", DOCX_VERSION)
+    return Converted(_check_length(text), "brain-docx", DOCX_VERSION)
 
 
 def _html(text: str) -> Converted:

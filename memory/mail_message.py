@@ -32,6 +32,7 @@ from email.message import EmailMessage, Message
 from email.utils import parsedate_to_datetime
 
 from brain.text.html import html_text
+from brain.text.secrets import storable
 from memory.occurred import occurred_or_none
 
 MAX_SUBJECT = 1_000
@@ -124,7 +125,8 @@ def _text_of(part: Message) -> str:
     except (LookupError, ValueError, AssertionError):  # an unknown charset or a broken transfer encoding
         payload = part.get_payload(decode=True)
         content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
-    text = content if isinstance(content, str) else ""
+    # storable: a UTF-7 part can decode to a lone surrogate, which nothing downstream can encode.
+    text = storable(content) if isinstance(content, str) else ""
     if part.get_content_subtype() == "html":
         text = html_text(text, drop_head=True)
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]

@@ -15,16 +15,25 @@ are not text; neither is ``<head>`` when ``drop_head`` is set.
 
 from __future__ import annotations
 
+import io
+import re
+
 from lxml import etree
 
+from brain.text.secrets import storable
+
+# Whitespace a browser collapses to one space outside <pre>.
+_SPACES = re.compile(r"\s+")
+_BLOCK = 64 * 1024
 DROPPED = frozenset({"script", "style", "noscript", "template"})
 BLOCKS = frozenset(
     {
-        "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details",
-        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1",
-        "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html", "li", "main", "nav", "ol",
-        "option", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot", "th",
-        "thead", "title", "tr", "ul",
+        "address", "article", "aside", "audio", "blockquote", "body", "br", "caption", "center",
+        "dd", "details", "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
+        "form", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html",
+        "legend", "li", "main", "math", "menu", "nav", "ol", "option", "p", "pre", "section",
+        "summary", "table", "tbody", "td", "textarea", "tfoot", "th", "thead", "title", "tr", "ul",
+        "video",
     }
 )  # fmt: skip
 
@@ -77,14 +86,35 @@ class _Reader:
         self._end_line()
         return "\n".join(self.lines)
 
-    def _end_line(self, keep_spacing: bool = False) -> None:
+    def _end_line(self, keep_spacing: bool | None = None) -> None:
+        """End the line being read; inside ``<pre>`` (its last line included) its spacing stays."""
         if not self.line:
             return
-        joined = "".join(self.line)
-        self.line = []
-        text = joined.rstrip() if keep_spacing else " ".join(joined.split())
+        pieces, self.line = self.line, []
+        if keep_spacing is None:
+            keep_spacing = self.preformatted > 0
+        text = "".join(pieces).rstrip() if keep_spacing else _collapsed(pieces)
         if text.strip():
             self.lines.append(text)
+
+
+def _collapsed(pieces: list[str]) -> str:
+    """``pieces`` joined, each whitespace run one space, none at either end.
+
+    Block by block: ``split()`` and ``join()``, or one ``re.sub`` over the whole line, hold an
+    object per word at once (a 25 MB line of words took 739 MB); a block's worth is small.
+    """
+    out = io.StringIO()
+    after_space = True  # nothing written yet: leading whitespace is dropped
+    for piece in pieces:
+        for start in range(0, len(piece), _BLOCK):
+            block = _SPACES.sub(" ", piece[start : start + _BLOCK])
+            if after_space and block.startswith(" "):
+                block = block[1:]  # a run that began in the block before
+            if block:
+                out.write(block)
+                after_space = block.endswith(" ")
+    return out.getvalue().rstrip(" ")
 
 
 def html_text(html: str, *, drop_head: bool = False) -> str:
@@ -94,6 +124,8 @@ def html_text(html: str, *, drop_head: bool = False) -> str:
     """
     if not html.strip():
         return ""
+    # A lone surrogate (a mail part in UTF-7 can decode to one) cannot be encoded for libxml2.
+    html = storable(html)
     reader = _Reader(DROPPED | {"head"} if drop_head else DROPPED)
     parser = etree.HTMLParser(target=reader, recover=True, no_network=True, remove_comments=True, remove_pis=True)
     parser.feed(html)

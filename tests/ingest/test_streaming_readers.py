@@ -15,6 +15,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
+from django.test import override_settings
 
 from brain.text.html import html_text
 from ingest.converters import ConversionFailed, convert
@@ -94,11 +96,54 @@ def test_docx_main_part_is_the_one_the_package_names() -> None:
         assert main_part(archive) == "word/document.xml"
 
 
-def test_docx_stops_at_the_character_limit() -> None:
+def test_docx_stops_at_the_character_limit_separators_included() -> None:
     body = "<w:p><w:r><w:t>abcdefghij</w:t></w:r></w:p>" * 20
-    assert len(read(package(body), max_chars=200)) == 219  # 200 characters and 19 line ends
+    assert len(read(package(body), max_chars=219)) == 219  # 200 characters and 19 line ends
     with pytest.raises(TooLong):
-        read(package(body), max_chars=199)
+        read(package(body), max_chars=218)
+    # Empty paragraphs and table cells are text too once joined: 7.2 million stored characters
+    # once came from a document under the limit by this count.
+    with pytest.raises(TooLong):
+        read(package("<w:p/>" * 1000), max_chars=500)
+    row = "<w:tbl><w:tr>" + "<w:tc><w:p/></w:tc>" * 200 + "</w:tr></w:tbl>"
+    with pytest.raises(TooLong):
+        read(package(row), max_chars=500)
+    limits = {**django_settings.BRAIN_INGEST_LIMITS, "MAX_CHARS": 500}
+    with pytest.raises(ConversionFailed, match="longer than"), override_settings(BRAIN_INGEST_LIMITS=limits):
+        convert("docx", package("<w:p/>" * 1000))
+
+
+def test_docx_tracked_deletions_and_moved_text_are_read_once() -> None:
+    body = (
+        "<w:p><w:r><w:t>kept</w:t></w:r><w:del><w:r><w:br/><w:tab/><w:delText>gone</w:delText></w:r></w:del>"
+        "<w:moveFrom><w:r><w:t>moved text</w:t></w:r></w:moveFrom></w:p>"
+        "<w:p><w:moveTo><w:r><w:t>moved text</w:t></w:r></w:moveTo></w:p>"
+    )
+    assert read(package(body)) == "kept\nmoved text"
+
+
+def _damaged(flag: str) -> bytes:
+    """A .docx whose main part cannot be read: bad deflate data, a strange method, encrypted."""
+    data = bytearray(package("<w:p><w:r><w:t>" + "words " * 200 + "</w:t></w:r></w:p>"))
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        local = archive.getinfo("word/document.xml").header_offset
+    central = data.rindex(b"PK\x01\x02")  # the main part is the last entry
+    start = local + 30 + int.from_bytes(data[local + 26 : local + 28], "little")
+    if flag == "deflate":
+        data[start : start + 8] = b"\xff" * 8
+    elif flag == "method":
+        data[local + 8 : local + 10] = (99).to_bytes(2, "little")
+        data[central + 10 : central + 12] = (99).to_bytes(2, "little")
+    else:
+        data[local + 6] |= 1
+        data[central + 8] |= 1
+    return bytes(data)
+
+
+@pytest.mark.parametrize("flag", ["deflate", "method", "encrypted"])
+def test_docx_damaged_archive_members_fail_with_a_reason_not_a_crash(flag: str) -> None:
+    with pytest.raises(ConversionFailed, match="could not be read"):
+        convert("docx", _damaged(flag))
 
 
 def test_docx_damaged_or_entity_laden_xml_fails_with_a_reason(settings: object) -> None:
@@ -132,7 +177,7 @@ def test_a_real_python_docx_document_reads_whole() -> None:
     document.save(buffer)
     converted = convert("docx", buffer.getvalue())
     assert converted.text == "Expenses\nThe nightly hotel limit is EUR 180.\nApprover | Finance"
-    assert (converted.extractor, converted.extractor_version) == ("brain-docx", "1")
+    assert (converted.extractor, converted.extractor_version) == ("brain-docx", "2")
 
 
 def test_html_reads_blocks_as_lines_and_inline_text_as_one() -> None:
@@ -149,6 +194,19 @@ def test_html_reads_blocks_as_lines_and_inline_text_as_one() -> None:
     assert html_text(html, drop_head=True).startswith("The hotel limit")
     assert html_text("") == html_text("  ") == ""
     assert html_text("just words") == "just words"
+
+
+def test_html_keeps_the_last_line_of_pre_and_breaks_at_every_block() -> None:
+    assert html_text("<pre>def f():\n    return 1</pre>after") == "def f():\n    return 1\nafter"
+    assert html_text("a<center>b</center><fieldset><legend>c</legend>d</fieldset><textarea>e</textarea>") == (
+        "a\nb\nc\nd\ne"
+    )
+
+
+def test_html_with_a_lone_surrogate_reads_with_a_replacement_character() -> None:
+    # A UTF-7 mail part can decode to a lone surrogate, which libxml2 cannot take: it was an
+    # UnicodeEncodeError, and the mail was refused with "try again later" for days.
+    assert html_text("<p>before \ud800 after</p>") == "before \ufffd after"
 
 
 def test_html_of_only_scripts_has_no_text() -> None:
@@ -188,6 +246,9 @@ def test_many_small_elements_cost_memory_by_text_not_by_element(tmp_path: Path) 
     # 200,000 three-letter paragraphs: BeautifulSoup grew by ~220 MB on this page (670 MB at 5 MB).
     html = ("<html><body>" + "<p><b>abc</b></p>" * 200_000 + "</body></html>").encode()
     assert peak_growth_kb(HTML_READING, html, tmp_path) < 80_000
+    # One 5 MB line of words: split() and join() made an object a word (~150 MB).
+    line = ("<html><body><p>" + "ab " * 1_700_000 + "</p></body></html>").encode()
+    assert peak_growth_kb(HTML_READING, line, tmp_path) < 80_000
     # 200,000 two-letter paragraphs: python-docx grew by ~160 MB.
     document = package("<w:p><w:r><w:t>ab</w:t></w:r></w:p>" * 200_000)
     assert peak_growth_kb(DOCX_READING, document, tmp_path) < 80_000
