@@ -1,7 +1,8 @@
 """Splitting a page body into content-addressed chunks along its heading structure.
 
 A chunk is the text under one heading (its heading path is the chain of headings above
-it). Sections longer than ``max_chars`` are split at paragraph boundaries. A chunk's id
+it). Sections longer than ``max_chars`` are split at paragraph boundaries, and paragraphs
+still too long at lines, sentence ends or words (``_split_long``). A chunk's id
 is sha256(heading path + body), so identical prose under identical headings is the same
 chunk everywhere and its embedding is computed once.
 """
@@ -9,6 +10,7 @@ chunk everywhere and its embedding is computed once.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
@@ -52,20 +54,43 @@ def chunk_id(heading_path: str, body: str) -> str:
     return hashlib.sha256(f"{heading_path}\x1f{body}".encode()).hexdigest()
 
 
-def _split_long(text: str, max_chars: int) -> list[str]:
-    """Split at blank lines into pieces of at most ``max_chars`` (a longer paragraph stays whole)."""
+# Where a long section is cut, coarsest first: paragraphs, lines, sentence ends, words.
+_CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\n[ \t]*\n\s*"), "\n\n"),
+    (re.compile(r"\n"), "\n"),
+    (re.compile(r"(?<=[.!?])\s+"), " "),
+    (re.compile(r"\s+"), " "),
+)
+
+
+def _split_long(text: str, max_chars: int, level: int = 0) -> list[str]:
+    """Pieces of at most ``max_chars``, cut at the coarsest boundary that makes them fit.
+
+    Paragraphs (blank lines) first; a paragraph still too long at its lines (a Word document
+    or an HTML page reads as one line a paragraph, with no blank lines: 200 paragraphs were one
+    219 KB chunk, of which the embedding model sees the first few hundred words), then at
+    sentence ends, then between words; a single word longer than ``max_chars`` is cut in pieces.
+    """
     if len(text) <= max_chars:
         return [text]
+    if level == len(_CUTS):
+        return [text[start : start + max_chars] for start in range(0, len(text), max_chars)]
+    pattern, joiner = _CUTS[level]
     pieces: list[str] = []
     current = ""
-    for paragraph in (p.strip() for p in text.split("\n\n")):
-        if not paragraph:
+    for part in (p.strip() for p in pattern.split(text)):
+        if not part:
             continue
-        if current and len(current) + 2 + len(paragraph) > max_chars:
+        if len(part) > max_chars:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.extend(_split_long(part, max_chars, level + 1))
+        elif current and len(current) + len(joiner) + len(part) > max_chars:
             pieces.append(current)
-            current = paragraph
+            current = part
         else:
-            current = f"{current}\n\n{paragraph}" if current else paragraph
+            current = f"{current}{joiner}{part}" if current else part
     if current:
         pieces.append(current)
     return pieces

@@ -30,6 +30,23 @@ def test_long_sections_split_at_paragraphs() -> None:
     assert "\n\n".join(c.body for c in chunks) == "\n\n".join(p.strip() for p in paragraphs)
 
 
+def test_a_long_paragraph_is_cut_at_lines_then_sentences_then_words() -> None:
+    # A Word document or HTML page reads as one line a paragraph: no blank line to cut at.
+    lines = [f"Paragraph {i} says " + "words " * 40 + "end." for i in range(200)]
+    chunks = chunk_markdown("\n".join(lines))
+    assert len(chunks) > 20
+    assert all(len(c.body) <= 1200 for c in chunks)
+    assert "\n".join(c.body for c in chunks) == "\n".join(line.strip() for line in lines)
+    # One line of sentences, then one of a single endless word: nothing is lost, nothing too long.
+    sentences = " ".join(f"Sentence {i} is short." for i in range(400))
+    word = "x" * 5000
+    chunks = chunk_markdown(f"## S\n\n{sentences}\n\n## W\n\n{word}\n")
+    assert all(len(c.body) <= 1200 for c in chunks)
+    assert " ".join(c.body for c in chunks if c.heading_path == "S") == sentences
+    assert "".join(c.body for c in chunks if c.heading_path == "W") == word
+    assert all(c.body.endswith(".") for c in chunks if c.heading_path == "S")  # cut at sentence ends
+
+
 def test_ids_are_content_addresses() -> None:
     first = chunk_markdown("## A\n\nSame text.\n")[0]
     again = chunk_markdown("# Other page\n\n## A\n\nSame text.\n")
