@@ -365,6 +365,9 @@ MEDIA_ROOT = Path(env_str("BRAIN_MEDIA_ROOT") or str(VAR_DIR / "media"))
 # The git mirrors' local repositories: a cache of what was pushed, rebuilt from the remote
 # when missing (the mirror's state is in PostgreSQL).
 BRAIN_MIRROR_CACHE = Path(env_str("BRAIN_MIRROR_CACHE") or str(VAR_DIR / "mirror-cache"))
+# How long one mirror run may spend in git: under the task's soft time limit, so a remote that
+# does not answer ends as a recorded failure rather than a task cut off with nothing recorded.
+BRAIN_MIRROR_RUN_SECONDS = env_int("BRAIN_MIRROR_RUN_SECONDS", max(CELERY_TASK_SOFT_TIME_LIMIT - 30, 10), minimum=5)
 
 _s3_bucket = env_str("BRAIN_S3_BUCKET")
 if _s3_bucket:

@@ -25,18 +25,23 @@ administrator.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+# One git command's limit; a whole run has its own (``BRAIN_MIRROR_RUN_SECONDS``), below the task's.
 TIMEOUT_SECONDS = 300
+RUN_SECONDS_SETTING = "BRAIN_MIRROR_RUN_SECONDS"
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 # user@host:path (scp-like SSH); the user and host without anything a shell or git option could use.
 SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._/~-]+$")
@@ -130,8 +135,11 @@ def _person(name: str) -> str:
 class Repository:
     """The mirror's local bare repository (a cache of what was pushed)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, deadline: float | None = None) -> None:
+        """``deadline`` (``time.monotonic()``): no command runs past it, so a run ends, recorded,
+        before its task's time limit cuts it off with nothing recorded."""
         self.path = path
+        self.deadline = deadline
 
     def ensure(self) -> None:
         if not (self.path / "HEAD").exists():
@@ -223,19 +231,16 @@ class Repository:
         self, args: list[str], *, input: bytes | None = None, remote: Remote | None = None, check: bool = True,
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+        timeout = float(TIMEOUT_SECONDS)
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                raise GitError(f"git {args[0]}: the run used up its time ({RUN_SECONDS_SETTING}) before it")
         with _environment(remote) as env:
-            try:
-                done = subprocess.run(
-                    ["git", *args],
-                    cwd=cwd or self.path,
-                    env=env,
-                    input=input if input is not None else b"",
-                    capture_output=True,
-                    timeout=TIMEOUT_SECONDS,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise GitError(f"git {args[0]} took longer than {TIMEOUT_SECONDS} s") from exc
+            done = _run_in_own_group(["git", *args], cwd=cwd or self.path, env=env, stdin=input or b"",
+                                     timeout=timeout)  # fmt: skip
+            if done is None:
+                raise GitError(f"git {args[0]} did not finish within {timeout:.0f} s (is the remote answering?)")
         result = subprocess.CompletedProcess(
             done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
         )
@@ -250,6 +255,34 @@ class Repository:
                 if len(secret) >= 8:
                     text = text.replace(secret, "[credential]")
         return text[:480]
+
+
+def _run_in_own_group(
+    command: list[str], *, cwd: Path, env: dict[str, str], stdin: bytes, timeout: float
+) -> subprocess.CompletedProcess[bytes] | None:
+    """Run ``command`` in a process group of its own; None when it outlived ``timeout``.
+
+    git hands the network to children (``git-remote-https``, ``ssh``): killing git alone left
+    them holding the connection, and a worker's children piled up behind a hung remote. On
+    timeout the whole group is killed and reaped.
+    """
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return None
+    except BaseException:  # a task's time limit, an interrupt: leave no git behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def _last_words(said: str) -> str:

@@ -3,15 +3,17 @@
 ``mirror_run`` brings one mirror's remote branch to the corpus as its service account reads
 it, in at most one commit:
 
-1. With the mirror's row locked (one run at a time per mirror), ask the remote where the
-   branch is. Anywhere but where the brain left it, the mirror is ``moved``: reported, never
-   overwritten, until an administrator adopts the remote (``mirror_adopt_remote``).
+1. Holding the mirror's run lock (an advisory lock: one run at a time per mirror, no row
+   locked while git talks to the network), ask the remote where the branch is. Anywhere but
+   where the brain left it, the mirror is ``moved``: reported, never overwritten, until an
+   administrator adopts the remote (``mirror_adopt_remote``).
 2. Plan the tree (``corpus.export.corpus_plan``) and render only the files whose row changed
    since the last push, that cite a page or capture that appeared or vanished, plus
    ``figures.yml`` and ``README.md``; compare blob ids with the manifest.
 3. Nothing changed: no commit. Otherwise one commit (``git fast-import``) naming the
    promotions it carries — build, approver, note — and a fast-forward push. Manifest and
-   ``pushed_sha`` are saved only after the push succeeded, in the same transaction.
+   ``pushed_sha`` are saved only after the push succeeded, in one short transaction, and
+   only if nobody changed the mirror meanwhile (``updated_at``).
 
 Because a push happened (remote side) before the transaction commits (our side), a crash
 between the two leaves the remote one commit ahead; the next run recognises its own commit
@@ -22,12 +24,16 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -38,6 +44,7 @@ from corpus.export import Entry, corpus_plan, corpus_render
 from grants.audit import audit_record
 from grants.principals import SYSTEM, Principal
 from grants.services import require_administrator
+from integrations.models import IntegrationSecret
 from integrations.secrets import SecretUnavailable, secret_get, secret_set
 from mirror.git import GitError, PushRejected, Remote, Repository, Write, blob_sha
 from mirror.models import Mirror, MirrorFile
@@ -61,16 +68,18 @@ class Outcome:
 
 def mirror_save(*, actor: Principal, mirror: Mirror, credential: str = "") -> Mirror:
     """Create or change a mirror (administrators); ``credential`` (if given) replaces the stored
-    token or deploy key. A changed remote or branch starts over: nothing is known about it."""
+    token or deploy key. A changed remote or branch starts over: nothing is known about it. A
+    changed service account keeps the branch (the brain's own commits are still its own) and
+    forgets only what each file held, so the next commit rewrites the whole tree."""
     require_administrator(actor)
     mirror.full_clean()
     with transaction.atomic():
         if mirror.pk is not None:
             before = Mirror.objects.select_for_update().get(pk=mirror.pk)
-            if (before.remote_url, before.branch) != (mirror.remote_url, mirror.branch) or (
-                before.service_account_id != mirror.service_account_id
-            ):
+            if (before.remote_url, before.branch) != (mirror.remote_url, mirror.branch):
                 _forget_remote(mirror)
+            elif before.service_account_id != mirror.service_account_id:
+                MirrorFile.objects.filter(mirror=mirror).delete()
         mirror.save()
         if credential:
             secret_set(actor=actor, name=mirror.secret_name, value=credential)
@@ -111,28 +120,91 @@ def mirror_adopt_remote(*, actor: Principal, mirror: Mirror) -> Mirror:
 # --------------------------------------------------------------------------- pushing
 
 
+# pg_advisory_lock's first key for "a mirror's run" (the second is the mirror's id).
+RUN_LOCK_CLASS = 0x6D69  # "mi"
+
+
+@contextmanager
+def _one_run_at_a_time(mirror_id: int) -> Iterator[None]:
+    """A session-level advisory lock per mirror: a second run waits for the first, then sees
+    its result. Not a row lock: an administrator saving the mirror is never held up by a
+    remote that does not answer, and a worker that dies releases it with its connection."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [RUN_LOCK_CLASS, mirror_id])
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUN_LOCK_CLASS, mirror_id])
+        except DatabaseError:  # the connection is gone, and its lock with it
+            logger.warning("mirror %s: could not release its run lock; the connection holding it is gone", mirror_id)
+
+
+@dataclass
+class _Pending:
+    """What a run writes, applied in one short transaction once git is done."""
+
+    writes: list[Callable[[], object]] = dataclass_field(default_factory=list)
+    audits: list[Callable[[], object]] = dataclass_field(default_factory=list)
+
+
 def mirror_run(*, mirror_id: int) -> Outcome:
-    """Bring one mirror up to date (see the module docstring). Never raises for git or the
-    remote: a failure is recorded on the mirror (``failing``, with git's scrubbed message)."""
-    with transaction.atomic():
-        mirror = Mirror.objects.select_for_update().select_related("service_account").get(pk=mirror_id)
+    """Bring one mirror up to date (see the module docstring). Never raises for git, the remote
+    or anything else that goes wrong in a run: the failure is recorded on the mirror
+    (``failing``, with git's scrubbed message, or the kind of error and "see the worker's log").
+
+    git runs with no row locked and within ``BRAIN_MIRROR_RUN_SECONDS`` (below the task's time
+    limit); the result is written afterwards, only if nobody changed the mirror meanwhile
+    (an administrator's save or adoption queues a run of its own)."""
+    with _one_run_at_a_time(mirror_id):
+        mirror = Mirror.objects.select_related("service_account").filter(pk=mirror_id).first()
+        if mirror is None:
+            return Outcome("gone", detail="the mirror was deleted")
         if not mirror.enabled:
             return Outcome(mirror.state, detail="disabled")
         if not mirror.service_account.is_active:
             # It reads nothing while inactive: a run would push a tree emptied of every page.
-            mirror.last_error = f"paused: its service account {mirror.service_account.name} is deactivated"
-            mirror.checked_at = timezone.now()
-            mirror.save(update_fields=["last_error", "checked_at"])
-            return Outcome(mirror.state, detail=mirror.last_error)
+            detail = f"paused: its service account {mirror.service_account.name} is deactivated"
+            Mirror.objects.filter(pk=mirror.pk).update(last_error=detail, checked_at=timezone.now())
+            return Outcome(mirror.state, detail=detail)
+        seen = mirror.updated_at
+        pending = _Pending()
+        deadline = time.monotonic() + settings.BRAIN_MIRROR_RUN_SECONDS
         try:
-            outcome = _run(mirror)
+            outcome = _run(mirror, pending, deadline)
         except PushRejected as exc:
-            outcome = _moved(mirror, remote_sha=mirror.remote_sha_seen, detail=str(exc))
+            outcome = _moved(mirror, pending, remote_sha=mirror.remote_sha_seen, detail=str(exc))
         except (GitError, SecretUnavailable) as exc:
             logger.warning("mirror %s failed: %s", mirror.name, exc)
-            mirror.state = Mirror.State.FAILING
-            mirror.last_error = str(exc)[:500]
-            outcome = Outcome(mirror.state, detail=mirror.last_error)
+            outcome = _failing(mirror, pending, str(exc))
+        except Exception as exc:  # a bug, a full disk, the task's time limit: recorded, never silent
+            logger.exception("mirror %s failed unexpectedly", mirror.name)
+            outcome = _failing(mirror, pending, f"the run failed unexpectedly ({type(exc).__name__}); "
+                                                "the worker's log has the details")  # fmt: skip
+        return _record(mirror, seen, pending, outcome)
+
+
+def _failing(mirror: Mirror, pending: _Pending, detail: str) -> Outcome:
+    pending.writes.clear()  # nothing of a failed run is kept but the failure
+    mirror.state = Mirror.State.FAILING
+    mirror.last_error = detail[:500]
+    return Outcome(mirror.state, detail=mirror.last_error)
+
+
+def _record(mirror: Mirror, seen: dt.datetime, pending: _Pending, outcome: Outcome) -> Outcome:
+    """Write a run's result, unless the mirror changed (or went) while git ran."""
+    with transaction.atomic():
+        for audit in pending.audits:
+            audit()  # what happened on the remote happened, whatever the row says now
+        current = Mirror.objects.select_for_update().filter(pk=mirror.pk).first()
+        if current is None or current.updated_at != seen:
+            # Saved or adopted meanwhile: this run's view of it is stale, and that change
+            # queued a run of its own. A commit pushed here is recognised by that run.
+            logger.info("mirror %s changed while it ran; its result is left to the next run", mirror.pk)
+            return Outcome(current.state if current else "gone", detail="changed while running; run again")
+        for write in pending.writes:
+            write()
         mirror.checked_at = timezone.now()
         mirror.save()
     return outcome
@@ -140,42 +212,45 @@ def mirror_run(*, mirror_id: int) -> Outcome:
 
 def _remote(mirror: Mirror) -> Remote:
     credential = ""
-    if mirror.remote_url and not mirror.remote_url.startswith("file:"):
-        try:
-            credential = secret_get(mirror.secret_name)
-        except SecretUnavailable:
-            credential = ""  # a public remote, or one reached by the host's own SSH setup: git will say
+    # None stored: a public remote, or one reached by the host's own SSH setup (git will say).
+    # One stored that cannot be read is said as such (SecretUnavailable), not sent to the
+    # remote as no credential and reported back as "authentication failed".
+    remote_needs_one = mirror.remote_url and not mirror.remote_url.startswith("file:")
+    if remote_needs_one and IntegrationSecret.objects.filter(name=mirror.secret_name).exists():
+        credential = secret_get(mirror.secret_name)
     return Remote(mirror.remote_url, mirror.branch, credential, mirror.known_hosts)
 
 
-def cache_for(mirror: Mirror) -> Repository:
-    return Repository(Path(settings.BRAIN_MIRROR_CACHE) / f"mirror-{mirror.pk}.git")
+def cache_for(mirror: Mirror, deadline: float | None = None) -> Repository:
+    return Repository(Path(settings.BRAIN_MIRROR_CACHE) / f"mirror-{mirror.pk}.git", deadline=deadline)
 
 
-def _run(mirror: Mirror) -> Outcome:
+def _run(mirror: Mirror, pending: _Pending, deadline: float) -> Outcome:
     remote = _remote(mirror)
-    cache = cache_for(mirror)
+    cache = cache_for(mirror, deadline)
     cache.ensure()
     head = cache.remote_head(remote) or ""
     mirror.remote_sha_seen = head
+    forget_manifest = False
     if head != mirror.pushed_sha:
         if head and cache.has_commit(head) and (cache.first_parent(head) or "") == mirror.pushed_sha:
             # Our own last push, whose record was lost with its transaction: carry on from it,
             # re-reading the whole tree (the manifest is of the commit before).
             mirror.pushed_sha = head
-            MirrorFile.objects.filter(mirror=mirror).delete()
+            forget_manifest = True
         else:
             said = "the remote branch is gone" if not head else "the remote branch has commits the mirror did not write"
-            return _moved(mirror, remote_sha=head, detail=said)
+            return _moved(mirror, pending, remote_sha=head, detail=said)
     if mirror.pushed_sha and not cache.has_commit(mirror.pushed_sha):
         cache.fetch(remote)
-    return _commit_and_push(mirror, remote, cache)
+    return _commit_and_push(mirror, remote, cache, pending, forget_manifest=forget_manifest)
 
 
-def _moved(mirror: Mirror, *, remote_sha: str, detail: str) -> Outcome:
+def _moved(mirror: Mirror, pending: _Pending, *, remote_sha: str, detail: str) -> Outcome:
     if mirror.state != Mirror.State.MOVED:
-        audit_record(actor=SYSTEM, action="mirror.moved", target_type="mirror", target=mirror.name,
-                     metadata={"remote": remote_sha, "pushed": mirror.pushed_sha})  # fmt: skip
+        metadata = {"remote": remote_sha, "pushed": mirror.pushed_sha}
+        pending.audits.append(lambda: audit_record(actor=SYSTEM, action="mirror.moved", target_type="mirror",
+                                                   target=mirror.name, metadata=metadata))  # fmt: skip
     mirror.state = Mirror.State.MOVED
     mirror.remote_sha_seen = remote_sha
     mirror.last_error = detail
@@ -199,9 +274,10 @@ class _Known(NamedTuple):
     blob: str
 
 
-def _changes(mirror: Mirror, plan: list[Entry]) -> _Changes:
+def _changes(mirror: Mirror, plan: list[Entry], *, forget_manifest: bool = False) -> _Changes:
     rows = MirrorFile.objects.filter(mirror=mirror)
-    manifest = {name: _Known(*known) for name, *known in rows.values_list("name", "kind", "subject", "stamp", "blob")}
+    known_rows = [] if forget_manifest else rows.values_list("name", "kind", "subject", "stamp", "blob")
+    manifest = {name: _Known(*known) for name, *known in known_rows}
     replace_all = not manifest  # nothing known about the tree: write all of it
     if replace_all:
         wanted = plan
@@ -239,9 +315,11 @@ def _stale(entry: Entry, known: _Known | None) -> bool:
     return (known.kind, known.subject, known.stamp) != (entry.kind, entry.subject, entry.stamp)
 
 
-def _commit_and_push(mirror: Mirror, remote: Remote, cache: Repository) -> Outcome:
+def _commit_and_push(
+    mirror: Mirror, remote: Remote, cache: Repository, pending: _Pending, *, forget_manifest: bool = False
+) -> Outcome:
     plan = corpus_plan(mirror.service_account)
-    changes = _changes(mirror, plan)
+    changes = _changes(mirror, plan, forget_manifest=forget_manifest)
     # A first push (or one that rewrites the whole tree) carries the corpus, not a promotion.
     promotions = [] if changes.replace_all else _promotions_since(mirror, plan, changes.removes)
     newest = Promotion.objects.aggregate(newest=Max("pk"))["newest"] or 0
@@ -259,13 +337,14 @@ def _commit_and_push(mirror: Mirror, remote: Remote, cache: Repository) -> Outco
             commit = ""  # the same tree as the branch already has: no empty commit
         else:
             cache.push(remote, commit)
-    _save_manifest(mirror, changes)
+    pending.writes.append(lambda: _save_manifest(mirror, changes))
     if commit:
         mirror.pushed_sha = mirror.remote_sha_seen = commit
         mirror.pushed_at = timezone.now()
-        audit_record(actor=SYSTEM, action="mirror.push", target_type="mirror", target=mirror.name,
-                     metadata={"commit": commit, "files": len(changes.writes) + len(changes.removes),
-                               "builds": [str(p.build.public_id) for p in promotions]})  # fmt: skip
+        metadata = {"commit": commit, "files": len(changes.writes) + len(changes.removes),
+                    "builds": [str(p.build.public_id) for p in promotions]}  # fmt: skip
+        pending.audits.append(lambda: audit_record(actor=SYSTEM, action="mirror.push", target_type="mirror",
+                                                   target=mirror.name, metadata=metadata))  # fmt: skip
     mirror.promotion_mark = max(mirror.promotion_mark, newest)
     mirror.state = Mirror.State.OK
     mirror.last_error = ""

@@ -21,11 +21,17 @@ def mirror_push_task(mirror_id: int) -> None:
 
 @shared_task(name="mirror.sweep", ignore_result=True)
 def mirror_sweep_task() -> None:
-    """Every enabled mirror, on beat: changes outside promotions, lost pushes, a moved remote."""
+    """Every enabled mirror, on beat: changes outside promotions, lost pushes, a moved remote.
+    Each mirror on its own: one whose run fails even to record its failure (the database gone
+    for a moment) does not stop the others."""
     from mirror.models import Mirror
     from mirror.services import mirror_run
 
     for mirror_id in Mirror.objects.filter(enabled=True).values_list("pk", flat=True):
-        outcome = mirror_run(mirror_id=mirror_id)
+        try:
+            outcome = mirror_run(mirror_id=mirror_id)
+        except Exception:
+            logger.exception("mirror %s: the sweep's run failed; the next sweep tries again", mirror_id)
+            continue
         if outcome.commit or outcome.state != Mirror.State.OK:
             logger.info("mirror %s: %s %s", mirror_id, outcome.state, outcome.commit or outcome.detail)

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.test import Client, override_settings
@@ -264,6 +265,72 @@ class LocalBareRepositoryTests(MirrorTestCase):
 
 
 class ConfigurationTests(MirrorTestCase):
+    def test_changing_the_service_account_rewrites_the_tree_on_the_same_branch(self) -> None:
+        """The new account's tree is one more commit on the brain's own branch, not "moved"."""
+        mirror = self.make_mirror()
+        first = mirror_run(mirror_id=mirror.pk).commit
+        publish("topics/new.md", title="New")
+        second = mirror_run(mirror_id=mirror.pk).commit
+        other = service_account_create(actor=SYSTEM, name="wider-mirror")
+        grant_issue(actor=SYSTEM, service_account=other, path="", permission="read")
+        mirror = Mirror.objects.get(pk=mirror.pk)
+        mirror.service_account = other
+        mirror_save(actor=SYSTEM, mirror=mirror)
+        outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "ok", outcome.detail
+        assert commits(f"file://{self.remote}") == [outcome.commit, second, first]
+        self.service = other
+        self.assert_mirror_is_the_export()
+        assert "hr/salaries.md" in "".join(tree_of_clone(f"file://{self.remote}"))
+        # A new branch, by contrast, starts over: nothing is known about it.
+        mirror = Mirror.objects.get(pk=mirror.pk)
+        mirror.branch = "elsewhere"
+        mirror_save(actor=SYSTEM, mirror=mirror)
+        restarted = Mirror.objects.get(pk=mirror.pk)
+        assert (restarted.state, restarted.pushed_sha, restarted.files.count()) == ("new", "", 0)
+        assert mirror_run(mirror_id=mirror.pk).state == "ok"
+        assert commits(f"file://{self.remote}", "elsewhere") == [Mirror.objects.get(pk=mirror.pk).pushed_sha]
+
+    def test_a_run_that_fails_unexpectedly_is_recorded_not_lost(self) -> None:
+        mirror = self.make_mirror()
+        with mock.patch("mirror.services.corpus_plan", side_effect=RuntimeError("boom")):
+            outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "failing"
+        stored = Mirror.objects.get(pk=mirror.pk)
+        assert stored.state == "failing"
+        assert "RuntimeError" in stored.last_error
+        assert "boom" not in stored.last_error  # the details are in the log, not on an admin page
+        assert mirror_run(mirror_id=mirror.pk).state == "ok"
+
+    def test_the_sweep_goes_on_past_a_mirror_whose_run_raises(self) -> None:
+        from mirror.services import Outcome
+        from mirror.tasks import mirror_sweep_task
+
+        first = self.make_mirror()
+        second = mirror_save(actor=SYSTEM, mirror=Mirror(name="docs-two", remote_url=f"file://{self.remote}",
+                                                         branch="other", service_account=self.service))  # fmt: skip
+        ran: list[int] = []
+
+        def run(*, mirror_id: int) -> Outcome:
+            ran.append(mirror_id)
+            if mirror_id == first.pk:
+                raise RuntimeError("the database went away")
+            return Outcome("ok")
+
+        with mock.patch("mirror.services.mirror_run", side_effect=run):
+            mirror_sweep_task.apply()
+        assert sorted(ran) == sorted([first.pk, second.pk])
+
+    def test_a_credential_that_does_not_decrypt_is_said_not_sent_as_none(self) -> None:
+        key = "1:" + base64.b64encode(b"a" * 32).decode()
+        other_key = "1:" + base64.b64encode(b"b" * 32).decode()
+        with override_settings(BRAIN_SECRETS_KEYS=key):
+            mirror = self.make_mirror("https://127.0.0.1:9/brain.git", credential="ghp_sometoken000000000000000")
+        with override_settings(BRAIN_SECRETS_KEYS=other_key):
+            outcome = mirror_run(mirror_id=mirror.pk)
+        assert outcome.state == "failing"
+        assert "does not decrypt" in outcome.detail
+
     def test_remote_urls_and_branches_are_rejected_not_repaired(self) -> None:
         from django.core.exceptions import ValidationError
 
