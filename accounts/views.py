@@ -76,6 +76,11 @@ def invitation_set_password(request: HttpRequest) -> HttpResponse:
     return render(request, "accounts/invitation_accept.html", {"form": form, "invited": pending.member})
 
 
+# The newest sessions listed by the Security page; scripted sign-ins can leave thousands, and
+# "Sign out everywhere else" ends those not listed too.
+SESSIONS_SHOWN = 50
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def security(request: HttpRequest) -> HttpResponse:
@@ -136,9 +141,15 @@ def security(request: HttpRequest) -> HttpResponse:
         else:
             raise Http404("unknown action")
         return redirect("accounts:security")
-    sessions = list(SignedInSession.objects.live().filter(user=user).order_by("-last_seen_at"))
+    live = SignedInSession.objects.live().filter(user=user)
+    sessions = list(live.order_by("-last_seen_at")[:SESSIONS_SHOWN])
+    if current and all(entry.session_id != current for entry in sessions):
+        sessions = [*live.filter(session_id=current)[:1], *sessions]  # this browser, always
+    sessions_total = live.count() if len(sessions) >= SESSIONS_SHOWN else len(sessions)
     context = {
         "sessions": sessions,
+        "sessions_total": sessions_total,
+        "sessions_hidden": max(sessions_total - len(sessions), 0),
         "current": current,
         "member": member,
         "tokens": MemoryApiToken.objects.filter(member=member, revoked_at__isnull=True) if member else [],

@@ -24,6 +24,7 @@ from oauth2_provider.models import AccessToken, Application, RefreshToken, set_t
 
 from accounts.models import Invitation, SignedInSession
 from accounts.services import member_offboard, member_reactivate, member_suspend
+from accounts.views import SESSIONS_SHOWN
 from answers.credentials import question_credential_issue
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_issue, build_open
@@ -434,6 +435,19 @@ class SecurityPageTests(BrainTestCase):
         assert SignedInSession.objects.filter(user=self.bob.user).count() == 1
         assert is_signed_in(laptop)
         assert Session.objects.filter(session_key=laptop.session.session_key).exists()
+
+    def test_thousands_of_sessions_list_the_newest_and_this_browser_and_count_the_rest(self) -> None:
+        laptop = signed_in("bob", "pw-bob-12345")
+        mine = SignedInSession.objects.get(user=self.bob.user)
+        SignedInSession.objects.filter(pk=mine.pk).update(last_seen_at=mine.last_seen_at - dt.timedelta(days=3))
+        for _ in range(SESSIONS_SHOWN + 10):
+            signed_in("bob", "pw-bob-12345")
+        page = laptop.get("/account/security/").content.decode()
+        assert page.count('name="end" value=') == SESSIONS_SHOWN + 1  # the newest, and this browser
+        assert "this browser" in page
+        assert "And 10 older sessions not listed" in page
+        laptop.post("/account/security/", {"end_others": "1"})
+        assert SignedInSession.objects.filter(user=self.bob.user).count() == 1
 
     def test_an_expired_session_is_not_listed_and_the_daily_task_removes_it(self) -> None:
         import datetime as dt
