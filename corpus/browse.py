@@ -3,12 +3,17 @@
 One query reads every visible page's path and facets (the access predicate inside it);
 the tree and the filter choices are built from those rows in Python. Nothing about a
 page the reader cannot see — not even a folder name — ever enters the tree.
+
+A tree of up to ``FULL_TREE_LIMIT`` pages is listed whole; a larger one folder by folder
+(``Tree.folder_html``): the folders under the one asked for, as links with their counts, and
+its own pages up to ``PAGES_SHOWN`` — 10,000 pages were a 2.5 MB page of closed folders.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils.html import escape
@@ -18,6 +23,8 @@ from corpus.models import Page
 from grants.principals import Principal
 
 FILTERS = ("type", "category", "owner", "status")
+FULL_TREE_LIMIT = 400
+PAGES_SHOWN = 200
 
 
 @dataclass
@@ -101,6 +108,48 @@ class Tree:
                     f'<span class="muted small">{escape(page.name)} · {escape(page.type)} · '
                     f"{escape(page.owner)}</span></li>"
                 )
+        parts.append("</ul>")
+        return mark_safe("".join(parts))  # noqa: S308 — every value above went through escape
+
+    def folder_at(self, prefix: str) -> Folder:
+        """The deepest folder whose path ``prefix`` starts with (the root for "" or "top")."""
+        folder = self.root
+        for part in prefix.split("/")[:-1]:
+            if part not in folder.folders:
+                break
+            folder = folder.folders[part]
+        return folder
+
+    def folder_html(self, *, prefix: str, filters: dict[str, str | None], all_pages: bool) -> SafeString:
+        """One folder of a large tree: its folders as links (keeping the filters), then its own
+        pages, the first ``PAGES_SHOWN`` unless ``all_pages``."""
+        base = reverse("corpus:browse")
+        kept = {name: value for name, value in filters.items() if value}
+        folder = self.folder_at(prefix)
+
+        def link(**query: str) -> str:
+            return escape(base + "?" + urlencode({**kept, **query}))
+
+        parts: list[str] = ["<ul>"]
+        for name in sorted(folder.folders):
+            child = folder.folders[name]
+            parts.append(
+                f'<li><a href="{link(prefix=child.path)}"><strong>{escape(child.name)}/</strong></a> '
+                f'<span class="count">{child.count} page{"s" if child.count != 1 else ""}</span></li>'
+            )
+        shown = folder.pages if all_pages else folder.pages[:PAGES_SHOWN]
+        for page in shown:
+            parts.append(
+                f'<li><a href="{escape(base + page.path)}">{escape(page.title)}</a> '
+                f'<span class="muted small">{escape(page.name)} · {escape(page.type)} · '
+                f"{escape(page.owner)}</span></li>"
+            )
+        if len(shown) < len(folder.pages):
+            more = len(folder.pages) - len(shown)
+            parts.append(
+                f'<li class="muted">… and {more} more page{"s" if more != 1 else ""} here. '
+                f'<a href="{link(prefix=folder.path, all="1")}">List all {len(folder.pages)}</a></li>'
+            )
         parts.append("</ul>")
         return mark_safe("".join(parts))  # noqa: S308 — every value above went through escape
 

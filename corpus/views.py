@@ -6,13 +6,15 @@ missing page are the same 404 ("not available to you").
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from corpus.browse import FILTERS, page_tree
+from corpus.browse import FILTERS, FULL_TREE_LIMIT, page_tree
 from corpus.graph import relationship_graph
 from corpus.models import Page, Source
 from corpus.rendering import render_markdown
@@ -51,13 +53,24 @@ def browse(request: HttpRequest) -> HttpResponse:
     prefix = request.GET.get("prefix", "").strip()
     tree = page_tree(principal=principal, filters=filters, prefix=prefix)
     filtered = any(filters.values()) or bool(prefix)
+    by_folder = tree.total > FULL_TREE_LIMIT
+    if by_folder:
+        tree_html = tree.folder_html(prefix=prefix, filters=filters, all_pages=request.GET.get("all") == "1")
+    else:
+        # Small trees and filtered ones open fully; a larger one opens its first level only.
+        tree_html = tree.html(open_all=filtered or tree.total <= 60)
+    folder_path = tree.folder_at(prefix).path if by_folder else ""
+    parent_path = folder_path.rstrip("/").rpartition("/")[0]
+    kept = {name: value for name, value in filters.items() if value}
     return render(
         request,
         "corpus/browse.html",
         {
             "tree": tree,
-            # Small trees and filtered ones open fully; a large one opens its first level only.
-            "tree_html": tree.html(open_all=filtered or tree.total <= 60),
+            "tree_html": tree_html,
+            "by_folder": by_folder,
+            "folder_path": folder_path,
+            "parent_query": urlencode({**kept, "prefix": parent_path + "/"} if parent_path else kept),
             "filters": filters,
             "prefix": prefix,
         },

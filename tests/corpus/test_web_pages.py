@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from unittest import mock
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -76,6 +77,28 @@ class BrowseAndPageTests(BrainTestCase):
         assert '<option value="runbook" selected>' in filtered  # the filter keeps its value
         empty = self.client.get("/pages/", {"owner": "nobody"}).content.decode()
         assert "No page you can read matches these filters" in empty
+
+    def test_a_large_tree_is_listed_folder_by_folder(self) -> None:
+        """Past FULL_TREE_LIMIT pages the tree is one folder at a time, never every page at once."""
+        publish("topics/onboarding/laptop.md", title="Laptop", type="runbook", owner="bob")
+        publish("topics/onboarding/badge.md", title="Badge", type="runbook", owner="bob")
+        self.client.force_login(self.bob.user)
+        with mock.patch("corpus.views.FULL_TREE_LIMIT", 2), mock.patch("corpus.browse.PAGES_SHOWN", 2):
+            top = self.client.get("/pages/").content.decode()
+            assert 'href="/pages/?prefix=topics%2F"><strong>topics/</strong></a> <span class="count">4 pages' in top
+            assert "First day" not in top  # the pages are a folder away
+            assert "secret-plans" not in top
+            onboarding = self.client.get("/pages/", {"prefix": "topics/onboarding/"}).content.decode()
+            assert onboarding.count('<a href="/pages/topics/onboarding/') == 2  # PAGES_SHOWN of the 3
+            assert "and 1 more page here" in onboarding
+            assert "up one folder" in onboarding
+            assert 'href="/pages/?prefix=topics%2F"' in onboarding  # up one folder
+            every = self.client.get("/pages/", {"prefix": "topics/onboarding/", "all": "1"}).content.decode()
+            assert every.count('<a href="/pages/topics/onboarding/') == 3
+            # Filters are kept on the folder links.
+            runbooks = self.client.get("/pages/", {"type": "runbook"}).content.decode()
+            assert 'href="/pages/?type=runbook&amp;prefix=topics%2F"' in runbooks
+            assert '<span class="count">3 pages' in runbooks
 
     def test_the_page_header_sources_figures_and_unavailable_links(self) -> None:
         self.client.force_login(self.bob.user)
