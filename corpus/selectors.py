@@ -217,29 +217,33 @@ class PageLinks:
     related: list[dict[str, str]]
     linked_from: list[dict[str, str]]
     unavailable: frozenset[str]  # link targets missing or hidden from this reader (never told which)
+    linked_from_more: int = 0  # readable pages linking here beyond ``linked_from`` (with a limit)
 
     def as_dict(self) -> dict[str, list[dict[str, str]]]:
         return {"links_to": self.links_to, "related": self.related, "linked_from": self.linked_from}
 
 
-def page_links(*, principal: Principal | None, page: Page) -> PageLinks:
+def page_links(*, principal: Principal | None, page: Page, linked_from_limit: int | None = None) -> PageLinks:
     """Links out of and into ``page`` (already read through ``page_get_visible``), in one query.
 
     Only pages ``principal`` may read are named; a link to any other (hidden or missing, the
-    same) is reported only in ``unavailable``, which the page's own body already names.
+    same) is reported only in ``unavailable``, which the page's own body already names. With
+    ``linked_from_limit``, the first that many pages linking here (by path) and a count of the
+    rest: a page every page links to had them all on its web page.
     """
     predicate, params = ("true", ()) if isinstance(principal, SystemPrincipal) else (
         reaches_sql(principal, "read", table="corpus_page", alias="p")
     )  # fmt: skip
-    sql = f"""SELECT 'out', l.to_path, p.title, l.kind
+    incoming = f"""FROM corpus_page p
+               WHERE p.current_revision_id IS NOT NULL AND p.id <> %s AND {predicate}
+                 AND EXISTS (SELECT 1 FROM corpus_pagelink l WHERE l.from_page_id = p.id AND l.to_path = %s)"""
+    limit = "" if linked_from_limit is None else f"ORDER BY p.path LIMIT {int(linked_from_limit) + 1}"
+    sql = f"""(SELECT 'out', l.to_path, p.title, l.kind
                 FROM corpus_pagelink l
                 LEFT JOIN corpus_page p ON p.path = l.to_path AND p.current_revision_id IS NOT NULL AND {predicate}
-               WHERE l.from_page_id = %s
+               WHERE l.from_page_id = %s)
               UNION ALL
-              SELECT 'in', p.path, p.title, ''
-                FROM corpus_page p
-               WHERE p.current_revision_id IS NOT NULL AND p.id <> %s AND {predicate}
-                 AND EXISTS (SELECT 1 FROM corpus_pagelink l WHERE l.from_page_id = p.id AND l.to_path = %s)
+              (SELECT 'in', p.path, p.title, '' {incoming} {limit})
                ORDER BY 1, 2"""
     with connection.cursor() as cursor:
         cursor.execute(sql, (*params, page.pk, page.pk, *params, page.path))
@@ -257,7 +261,13 @@ def page_links(*, principal: Principal | None, page: Page) -> PageLinks:
             related.append({"path": path, "title": title})
         else:
             links_to.append({"path": path, "title": title})
-    return PageLinks(links_to, related, linked_from, frozenset(unavailable))
+    more = 0
+    if linked_from_limit is not None and len(linked_from) > linked_from_limit:
+        linked_from = linked_from[:linked_from_limit]
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) {incoming}", (page.pk, *params, page.path))
+            more = int(cursor.fetchone()[0]) - linked_from_limit
+    return PageLinks(links_to, related, linked_from, frozenset(unavailable), more)
 
 
 def page_figures(*, page: Page, principal: Principal | None) -> list[Figure]:

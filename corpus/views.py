@@ -82,6 +82,10 @@ def page_unavailable(request: HttpRequest) -> HttpResponse:
     return render(request, "corpus/page_unavailable.html", {"path": request.path}, status=404)
 
 
+# Pages linking here that a page's web page names (and its graph draws); the rest are counted.
+LINKED_FROM_SHOWN = 50
+
+
 @login_required
 @require_GET
 def page_detail(request: HttpRequest, path: str) -> HttpResponse:
@@ -91,7 +95,7 @@ def page_detail(request: HttpRequest, path: str) -> HttpResponse:
     except Page.DoesNotExist:
         return page_unavailable(request)
     view = page_view_of(page, principal)
-    links = page_links(principal=principal, page=page)
+    links = page_links(principal=principal, page=page, linked_from_limit=LINKED_FROM_SHOWN)
     # page_view_of lists only the captures this reader can open.
     sources: list[Source] = []
     for key in view.sources:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from unittest import mock
 
 import pytest
 from django.core.exceptions import PermissionDenied
@@ -13,6 +14,7 @@ from corpus.selectors import (
     figure_current,
     figure_history,
     page_find,
+    page_links,
     page_read,
     page_relationships,
     source_get_visible,
@@ -113,6 +115,27 @@ class SelectorTests(BrainTestCase):
         assert [link["path"] for link in bob_view["links_to"]] == ["topics/onboarding.md"]
         assert [link["path"] for link in bob_view["related"]] == ["topics/onboarding.md"]
         assert [link["path"] for link in bob_view["linked_from"]] == ["topics/onboarding.md"]
+
+    def test_a_page_linked_from_many_names_the_first_and_counts_the_rest_readable_ones_only(self) -> None:
+        for number in range(5):
+            publish(f"topics/fans/fan-{number}.md", title=f"Fan {number}",
+                    body="# Fan\n\nSee the [price list](../pricing/price-list.md).\n")  # fmt: skip
+        publish("secret/fan.md", title="Hidden fan", body="# Fan\n\n[x](../topics/pricing/price-list.md)\n")
+        page = Page.objects.get(path="topics/pricing/price-list.md")
+        links = page_links(principal=self.bob, page=page, linked_from_limit=3)
+        assert [link["path"] for link in links.linked_from] == [
+            "topics/fans/fan-0.md", "topics/fans/fan-1.md", "topics/fans/fan-2.md",
+        ]  # fmt: skip
+        assert links.linked_from_more == 3  # fan-3, fan-4 and onboarding; never the hidden one
+        assert [link["path"] for link in links.links_to] == ["topics/onboarding.md"]  # the other side is whole
+        whole = page_links(principal=self.bob, page=page)
+        assert len(whole.linked_from) == 6
+        assert whole.linked_from_more == 0
+        self.client.force_login(self.bob.user)
+        with mock.patch("corpus.views.LINKED_FROM_SHOWN", 2):
+            body = self.client.get("/pages/topics/pricing/price-list.md").content.decode()
+        assert body.count("<li>linked from ") == 2
+        assert "and linked from 4 more pages" in body
 
     def test_revision_and_chunk_visibility_follow_the_page(self) -> None:
         assert Revision.objects.visible_to(self.bob).count() == 2
