@@ -54,19 +54,36 @@ class ChangeView:
 
     @property
     def label(self) -> str:
-        if self.action == BuildChange.Action.DELETE:
-            return "deleted"
-        if self.action == BuildChange.Action.MOVE:
-            return "moved"
-        return "new page" if self.is_new else "changed"
+        return change_label(self.action, self.is_new)
+
+
+def change_label(action: str, is_new: bool) -> str:
+    if action == BuildChange.Action.DELETE:
+        return "deleted"
+    if action == BuildChange.Action.MOVE:
+        return "moved"
+    return "new page" if is_new else "changed"
 
 
 @dataclass
 class ReviewView:
+    """The changes of one window (``start``: the first one's index), and the label of every
+    change the viewer may read, for the counts."""
+
     changes: list[ChangeView] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    start: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.labels)
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.changes)
 
     def count(self, label: str) -> int:
-        return sum(1 for change in self.changes if change.label == label)
+        return self.labels.count(label)
 
     @property
     def new(self) -> int:
@@ -181,13 +198,20 @@ def revision_lines(
     return ["---", *frontmatter, "---", *revision.body.splitlines()]
 
 
-def build_review(*, build: Build, viewer: Principal | None) -> ReviewView:
-    """Every change of ``build`` the viewer may read, diffed word by word, with a preview.
+def build_review(*, build: Build, viewer: Principal | None, window: slice | None = None) -> ReviewView:
+    """The changes of ``build`` the viewer may read, diffed word by word, with a preview: all of
+    them, or those in ``window`` (a 2,000-file import drew every diff and preview in one page
+    of 5 MB); every change's label is counted either way.
 
     Call only with a build obtained through ``build_get_visible``.
     """
-    review = ReviewView()
-    pairs = change_pairs(build=build, viewer=viewer)
+    every = change_pairs(build=build, viewer=viewer)
+    window = window or slice(None)
+    pairs = every[window]
+    review = ReviewView(
+        labels=[change_label(pair.action, pair.old is None) for pair in every],
+        start=window.indices(len(every))[0],
+    )
     references = ReferenceFilter(
         viewer, [revision.frontmatter for pair in pairs for revision in (pair.old, pair.new) if revision is not None]
     )

@@ -192,6 +192,16 @@ def build_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     return _render_detail(request, build)
 
 
+# Changes diffed on one page of a build; a larger build's changes are paged (?changes=2).
+CHANGES_PER_PAGE = 50
+
+
+def _changes_page(request: HttpRequest) -> int:
+    """The page of changes asked for (1 when none, or when the value is not a page number)."""
+    raw = request.GET.get("changes", "1")
+    return int(raw) if raw.isascii() and raw.isdigit() and 0 < len(raw) < 7 and int(raw) > 0 else 1
+
+
 def _render_detail(
     request: HttpRequest,
     build: Build,
@@ -203,12 +213,21 @@ def _render_detail(
     member = principal_for_user(request.user)
     is_requester = member is not None and member.pk == build.requester_id
     waiting = build.status in (Build.Status.OPEN, Build.Status.AWAITING_REVIEW)
+    changes_page = _changes_page(request)
+    first = (changes_page - 1) * CHANGES_PER_PAGE
+    review = build_review(build=build, viewer=member, window=slice(first, first + CHANGES_PER_PAGE))
+    if not review.changes and review.total:  # past the last page: show the last one
+        changes_page = (review.total + CHANGES_PER_PAGE - 1) // CHANGES_PER_PAGE
+        first = (changes_page - 1) * CHANGES_PER_PAGE
+        review = build_review(build=build, viewer=member, window=slice(first, first + CHANGES_PER_PAGE))
     return render(
         request,
         "builds/build_detail.html",
         {
             "build": build,
-            "review": build_review(build=build, viewer=member),
+            "review": review,
+            "changes_page": changes_page,
+            "changes_pages": max((review.total + CHANGES_PER_PAGE - 1) // CHANGES_PER_PAGE, 1),
             **visible_drafts(build=build, viewer=member),
             "blockers": build_promotion_blockers(build=build, approver=member) if member else [],
             "form": form or ReviewForm(),

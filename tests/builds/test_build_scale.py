@@ -318,6 +318,35 @@ class ApproversSetWiseTests(TestCase):
         assert counts[2] == counts[15], counts
 
 
+class ReviewPageWindowTests(BrainTestCase):
+    """A build's page drew every change's diff and preview: a 2,000-file import was a 5 MB page.
+    Its changes are now paged, the counts and the approval covering all of them."""
+
+    def test_the_changes_are_paged_and_counted_whole(self) -> None:
+        build = build_open(actor=self.alice, title="Big import")
+        for index in range(7):
+            markdown = page_markdown(owner="alice", title=f"Window {index}", body=f"# W\n\nBody {index}.\n")
+            build_write_page(build=build, path=f"topics/pricing/window-{index}.md", markdown=markdown)
+        self.client.force_login(self.alice.user)
+        with mock.patch("builds.views.CHANGES_PER_PAGE", 3):
+            first = self.client.get(f"/builds/{build.public_id}/").content.decode()
+            assert first.count('<details class="change"') == 3
+            assert "<strong>7</strong> new" in first  # counted whole
+            assert "Changes 1–3 of 7" in first
+            assert "approving approves all 7" in first
+            assert 'href="?changes=2" rel="next"' in first
+            last = self.client.get(f"/builds/{build.public_id}/", {"changes": "3"}).content.decode()
+            assert last.count('<details class="change"') == 1
+            assert "window-6.md" in last
+            assert "window-0.md" not in last
+            assert 'rel="next"' not in last
+            for odd in ("99", "0", "-1", "x", "9" * 40):  # past the end, or not a page: a page still
+                with self.subTest(changes=odd):
+                    answer = self.client.get(f"/builds/{build.public_id}/", {"changes": odd})
+                    assert answer.status_code == 200
+                    assert answer.content.decode().count('<details class="change"') in (1, 3)
+
+
 class ReviewQueuePagesTests(BrainTestCase):
     """``GET /builds/`` listed (and weighed) every build awaiting review: 4,750 of them, 2.1 s and
     966 KB. It now shows a page at a time, newest first, with a link to the older ones."""
