@@ -78,6 +78,23 @@ def subject_grants(principal: Principal | None) -> QuerySet[Grant]:
     return Grant.objects.none()
 
 
+def holds_any(principal: Principal | None, permission: int) -> bool:
+    """Whether ``principal`` holds ``permission`` (or more) anywhere at all: one indexed query,
+    for callers that would otherwise weigh every candidate to find none (a reader's review
+    queue). The system principal holds everything; nobody and an inactive subject nothing."""
+    if isinstance(principal, SystemPrincipal):
+        return True
+    if principal is None:
+        return False
+    held, params = subject_grants_sql(principal)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT EXISTS (SELECT 1 FROM grants_grant g WHERE g.id IN ({held}) AND g.permission >= %s)",
+            (*params, int(permission)),
+        )
+        return bool(cursor.fetchone()[0])
+
+
 def _reach_condition(obj: str) -> str:
     """SQL: grant ``g`` reaches the object ``obj`` (a table name or alias with path, category,
     sensitivity). The per-object form of the rule; ``visible_ids_sql`` is its set-wise form."""

@@ -418,3 +418,16 @@ class ReviewQueuePagesTests(BrainTestCase):
         Build.objects.filter(title="Build 0").update(status=Build.Status.REJECTED)
         later = self.client.get(match.group(1).replace("&amp;", "&")).content.decode()
         assert "No older build awaits your review." in later
+
+    def test_one_who_may_approve_nothing_weighs_no_build(self) -> None:
+        for index in range(3):
+            self.submit(f"Build {index}", f"topics/pricing/n{index}.md")
+        self.client.force_login(self.bob.user)  # read on topics/, approve nowhere
+        with mock.patch.object(selectors, "builds_approvable_by", wraps=selectors.builds_approvable_by) as weighed:
+            assert "Build 0" not in self.client.get("/builds/").content.decode()
+            self.client.get("/")
+        weighed.assert_not_called()
+        self.client.force_login(self.alice.user)  # approve on topics/pricing/: the builds are hers to review
+        with mock.patch.object(selectors, "builds_approvable_by", wraps=selectors.builds_approvable_by) as weighed:
+            assert "Build 0" in self.client.get("/builds/").content.decode()
+        weighed.assert_called()
