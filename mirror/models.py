@@ -52,6 +52,11 @@ class Mirror(models.Model):
     last_error = models.CharField(max_length=500, blank=True)
     # The newest promotion already named in a mirror commit.
     promotion_mark = models.BigIntegerField(default=0)
+    # The run in progress (``mirror.services``): its token and when it is presumed dead, and
+    # whether another run was asked for meanwhile (the holder queues it when it is done).
+    run_token = models.UUIDField(null=True, blank=True, editable=False)
+    run_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    run_again = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

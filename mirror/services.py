@@ -3,8 +3,9 @@
 ``mirror_run`` brings one mirror's remote branch to the corpus as its service account reads
 it, in at most one commit:
 
-1. Holding the mirror's run lock (an advisory lock: one run at a time per mirror, no row
-   locked while git talks to the network), ask the remote where the branch is. Anywhere but
+1. Holding the mirror's run (a claim on its row, not a lock held through the run: one run at
+   a time per mirror, nothing locked while git talks to the network), ask the remote where
+   the branch is. Anywhere but
    where the brain left it, the mirror is ``moved``: reported, never overwritten, until an
    administrator adopts the remote (``mirror_adopt_remote``).
 2. Plan the tree (``corpus.export.corpus_plan``) and render only the files whose row changed
@@ -25,18 +26,19 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from brain.jobs import enqueue_on_commit
 from brain.text.secrets import redact
 from builds.history import builds_titles_visible_to
 from builds.models import Promotion
@@ -76,6 +78,12 @@ def mirror_save(*, actor: Principal, mirror: Mirror, credential: str = "") -> Mi
     with transaction.atomic():
         if mirror.pk is not None:
             before = Mirror.objects.select_for_update().get(pk=mirror.pk)
+            # The form's copy of the row may predate a run's claim: the claim is the row's.
+            mirror.run_token, mirror.run_expires_at, mirror.run_again = (
+                before.run_token,
+                before.run_expires_at,
+                before.run_again,
+            )
             if (before.remote_url, before.branch) != (mirror.remote_url, mirror.branch):
                 _forget_remote(mirror)
             elif before.service_account_id != mirror.service_account_id:
@@ -120,25 +128,47 @@ def mirror_adopt_remote(*, actor: Principal, mirror: Mirror) -> Mirror:
 # --------------------------------------------------------------------------- pushing
 
 
-# pg_advisory_lock's first key for "a mirror's run" (the second is the mirror's id).
-RUN_LOCK_CLASS = 0x6D69  # "mi"
+def _run_hold() -> dt.timedelta:
+    """How long a run's claim lasts: its git budget and a margin to record the result. A
+    worker that dies leaves the claim to expire; the next run (the sweep's) takes it."""
+    return dt.timedelta(seconds=settings.BRAIN_MIRROR_RUN_SECONDS + 60)
 
 
-@contextmanager
-def _one_run_at_a_time(mirror_id: int) -> Iterator[None]:
-    """A session-level advisory lock per mirror: a second run waits for the first, then sees
-    its result. Not a row lock: an administrator saving the mirror is never held up by a
-    remote that does not answer, and a worker that dies releases it with its connection."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [RUN_LOCK_CLASS, mirror_id])
-    try:
-        yield
-    finally:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUN_LOCK_CLASS, mirror_id])
-        except DatabaseError:  # the connection is gone, and its lock with it
-            logger.warning("mirror %s: could not release its run lock; the connection holding it is gone", mirror_id)
+def _claim_run(mirror_id: int) -> uuid.UUID | None:
+    """Take the mirror's run, or (it is someone else's, alive) ask its holder for another.
+
+    A claim on the row, in short transactions, not a lock held through the run: an
+    administrator saving the mirror never waits on a remote, and it holds behind a
+    transaction-pooling PgBouncer (a session advisory lock would not). None: not ours.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        row = Mirror.objects.select_for_update().filter(pk=mirror_id).values("run_token", "run_expires_at").first()
+        if row is None:
+            return None
+        if row["run_token"] is not None and row["run_expires_at"] is not None and row["run_expires_at"] > now:
+            Mirror.objects.filter(pk=mirror_id).update(run_again=True)
+            return None
+        token = uuid.uuid4()
+        Mirror.objects.filter(pk=mirror_id).update(run_token=token, run_expires_at=now + _run_hold(), run_again=False)
+    return token
+
+
+def _release_run(mirror_id: int, token: uuid.UUID) -> None:
+    """Give the run back; when another was asked for meanwhile, queue it (its changes may be
+    newer than what this run read)."""
+    with transaction.atomic():
+        row = Mirror.objects.select_for_update().filter(pk=mirror_id, run_token=token).values("run_again").first()
+        if row is None:
+            return  # taken over after this run outlived its claim, or the mirror is gone
+        Mirror.objects.filter(pk=mirror_id).update(run_token=None, run_expires_at=None, run_again=False)
+        if row["run_again"]:
+            enqueue_on_commit("mirror.push", mirror_id)
+
+
+# What a run writes on the row (never its configuration, nor the claim columns).
+RUN_RESULT_FIELDS = ["state", "pushed_sha", "pushed_at", "remote_sha_seen", "last_error", "promotion_mark",
+                     "checked_at", "updated_at"]  # fmt: skip
 
 
 @dataclass
@@ -154,39 +184,55 @@ def mirror_run(*, mirror_id: int) -> Outcome:
     or anything else that goes wrong in a run: the failure is recorded on the mirror
     (``failing``, with git's scrubbed message, or the kind of error and "see the worker's log").
 
-    git runs with no row locked and within ``BRAIN_MIRROR_RUN_SECONDS`` (below the task's time
-    limit); the result is written afterwards, only if nobody changed the mirror meanwhile
-    (an administrator's save or adoption queues a run of its own)."""
-    with _one_run_at_a_time(mirror_id):
-        mirror = Mirror.objects.select_related("service_account").filter(pk=mirror_id).first()
-        if mirror is None:
-            return Outcome("gone", detail="the mirror was deleted")
-        if not mirror.enabled:
-            return Outcome(mirror.state, detail="disabled")
-        if not mirror.service_account.is_active:
-            # It reads nothing while inactive: a run would push a tree emptied of every page.
-            detail = f"paused: its service account {mirror.service_account.name} is deactivated"
-            Mirror.objects.filter(pk=mirror.pk).update(last_error=detail, checked_at=timezone.now())
-            return Outcome(mirror.state, detail=detail)
-        seen = mirror.updated_at
-        pending = _Pending()
-        deadline = time.monotonic() + settings.BRAIN_MIRROR_RUN_SECONDS
-        try:
-            outcome = _run(mirror, pending, deadline)
-        except PushRejected as exc:
-            outcome = _moved(mirror, pending, remote_sha=mirror.remote_sha_seen, detail=str(exc))
-        except (GitError, SecretUnavailable) as exc:
-            logger.warning("mirror %s failed: %s", mirror.name, exc)
-            outcome = _failing(mirror, pending, str(exc))
-        except Exception as exc:  # a bug, a full disk, the task's time limit: recorded, never silent
-            logger.exception("mirror %s failed unexpectedly", mirror.name)
-            outcome = _failing(mirror, pending, f"the run failed unexpectedly ({type(exc).__name__}); "
-                                                "the worker's log has the details")  # fmt: skip
-        return _record(mirror, seen, pending, outcome)
+    One run at a time: while another holds the mirror, this one asks it to run again when it
+    is done and returns ``busy``. git runs with no row locked and within
+    ``BRAIN_MIRROR_RUN_SECONDS`` (below the task's time limit); the result is written
+    afterwards, only if nobody changed the mirror meanwhile (an administrator's save or
+    adoption queues a run of its own)."""
+    started = time.monotonic()
+    token = _claim_run(mirror_id)
+    if token is None:
+        state = Mirror.objects.filter(pk=mirror_id).values_list("state", flat=True).first()
+        return Outcome(state or "gone", detail="busy: another run holds it and runs again after it")
+    try:
+        return _run_claimed(mirror_id, deadline=started + settings.BRAIN_MIRROR_RUN_SECONDS)
+    finally:
+        _release_run(mirror_id, token)
 
 
-def _failing(mirror: Mirror, pending: _Pending, detail: str) -> Outcome:
+def _run_claimed(mirror_id: int, *, deadline: float) -> Outcome:
+    mirror = Mirror.objects.select_related("service_account").filter(pk=mirror_id).first()
+    if mirror is None:
+        return Outcome("gone", detail="the mirror was deleted")
+    if not mirror.enabled:
+        return Outcome(mirror.state, detail="disabled")
+    if not mirror.service_account.is_active:
+        # It reads nothing while inactive: a run would push a tree emptied of every page.
+        detail = f"paused: its service account {mirror.service_account.name} is deactivated"
+        Mirror.objects.filter(pk=mirror.pk).update(last_error=detail, checked_at=timezone.now())
+        return Outcome(mirror.state, detail=detail)
+    seen = mirror.updated_at
+    pushed_before = mirror.pushed_sha
+    pending = _Pending()
+    try:
+        outcome = _run(mirror, pending, deadline)
+    except PushRejected as exc:
+        outcome = _moved(mirror, pending, remote_sha=mirror.remote_sha_seen, detail=str(exc))
+    except (GitError, SecretUnavailable) as exc:
+        logger.warning("mirror %s failed: %s", mirror.name, exc)
+        outcome = _failing(mirror, pending, str(exc), pushed_before)
+    except Exception as exc:  # a bug, a full disk, the task's time limit: recorded, never silent
+        logger.exception("mirror %s failed unexpectedly", mirror.name)
+        outcome = _failing(mirror, pending, f"the run failed unexpectedly ({type(exc).__name__}); "
+                                            "the worker's log has the details", pushed_before)  # fmt: skip
+    return _record(mirror, seen, pending, outcome)
+
+
+def _failing(mirror: Mirror, pending: _Pending, detail: str, pushed_before: str) -> Outcome:
     pending.writes.clear()  # nothing of a failed run is kept but the failure
+    # Nor what it learnt on the way: a lost push it recognised is recognised again next time,
+    # with the manifest it forgets then (kept alone, the old manifest would pass for the new).
+    mirror.pushed_sha = pushed_before
     mirror.state = Mirror.State.FAILING
     mirror.last_error = detail[:500]
     return Outcome(mirror.state, detail=mirror.last_error)
@@ -206,7 +252,7 @@ def _record(mirror: Mirror, seen: dt.datetime, pending: _Pending, outcome: Outco
         for write in pending.writes:
             write()
         mirror.checked_at = timezone.now()
-        mirror.save()
+        mirror.save(update_fields=RUN_RESULT_FIELDS)
     return outcome
 
 

@@ -7,6 +7,7 @@ service account: the two exits of the corpus give the same tree.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import io
 import os
 import shutil
@@ -18,6 +19,7 @@ from unittest import mock
 
 import pytest
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from brain.celery import app as celery_app
 from builds.services import build_move_page, build_open, build_promote, build_submit, build_write_page
@@ -302,24 +304,54 @@ class ConfigurationTests(MirrorTestCase):
         assert "boom" not in stored.last_error  # the details are in the log, not on an admin page
         assert mirror_run(mirror_id=mirror.pk).state == "ok"
 
-    def test_the_sweep_goes_on_past_a_mirror_whose_run_raises(self) -> None:
-        from mirror.services import Outcome
-        from mirror.tasks import mirror_sweep_task
+    def test_the_sweep_queues_each_mirror_apart_and_goes_on_past_one_it_cannot_queue(self) -> None:
+        from mirror.tasks import mirror_push_task, mirror_sweep_task
 
         first = self.make_mirror()
         second = mirror_save(actor=SYSTEM, mirror=Mirror(name="docs-two", remote_url=f"file://{self.remote}",
                                                          branch="other", service_account=self.service))  # fmt: skip
-        ran: list[int] = []
-
-        def run(*, mirror_id: int) -> Outcome:
-            ran.append(mirror_id)
-            if mirror_id == first.pk:
-                raise RuntimeError("the database went away")
-            return Outcome("ok")
-
-        with mock.patch("mirror.services.mirror_run", side_effect=run):
+        with mock.patch.object(mirror_push_task, "delay", side_effect=[RuntimeError("broker"), None]) as delay:
             mirror_sweep_task.apply()
-        assert sorted(ran) == sorted([first.pk, second.pk])
+        assert sorted(call.args[0] for call in delay.call_args_list) == sorted([first.pk, second.pk])
+
+    def test_a_second_run_while_one_holds_the_mirror_is_queued_after_it(self) -> None:
+        from mirror.services import _claim_run, _release_run
+
+        mirror = self.make_mirror()
+        token = _claim_run(mirror.pk)
+        assert token is not None
+        busy = mirror_run(mirror_id=mirror.pk)
+        assert busy.detail.startswith("busy")
+        assert git("for-each-ref", cwd=self.remote) == ""  # nothing ran: the remote has no branch
+        # An administrator's save with a copy read before the claim keeps the claim.
+        stale = Mirror.objects.get(pk=mirror.pk)
+        stale.run_token = None
+        stale.known_hosts = "changed"
+        mirror_save(actor=SYSTEM, mirror=stale)
+        assert Mirror.objects.get(pk=mirror.pk).run_token == token
+        with mock.patch("mirror.services.enqueue_on_commit") as queued:
+            _release_run(mirror.pk, token)
+        queued.assert_called_once_with("mirror.push", mirror.pk)  # the run asked for meanwhile
+        assert mirror_run(mirror_id=mirror.pk).state == "ok"
+        # A claim whose worker died (expired) is taken over.
+        dead = _claim_run(mirror.pk)
+        assert dead is not None
+        Mirror.objects.filter(pk=mirror.pk).update(run_expires_at=timezone.now() - dt.timedelta(seconds=1))
+        assert not mirror_run(mirror_id=mirror.pk).detail.startswith("busy")
+
+    def test_a_failed_run_after_recognising_a_lost_push_recognises_it_again(self) -> None:
+        mirror = self.make_mirror()
+        mirror_run(mirror_id=mirror.pk)
+        first = Mirror.objects.get(pk=mirror.pk).pushed_sha
+        publish("topics/new.md", title="New")
+        second = mirror_run(mirror_id=mirror.pk).commit
+        Mirror.objects.filter(pk=mirror.pk).update(pushed_sha=first)  # the record of the push was lost
+        with mock.patch("mirror.services.corpus_plan", side_effect=RuntimeError("boom")):
+            assert mirror_run(mirror_id=mirror.pk).state == "failing"
+        assert Mirror.objects.get(pk=mirror.pk).pushed_sha == first  # not the new head with the old manifest
+        assert mirror_run(mirror_id=mirror.pk).state == "ok"
+        assert Mirror.objects.get(pk=mirror.pk).pushed_sha == second
+        self.assert_mirror_is_the_export()
 
     def test_a_credential_that_does_not_decrypt_is_said_not_sent_as_none(self) -> None:
         key = "1:" + base64.b64encode(b"a" * 32).decode()
