@@ -119,7 +119,10 @@ class ConsentView(AuthorizationView):
                 request.GET = without  # type: ignore[assignment]
         # On the consent form's POST too: its hidden fields can be edited (300 characters were a
         # database error, 3 a guessable verifier).
-        problem = pkce_challenge_refusal(request.GET if request.method == "GET" else request.POST)
+        # Both on a POST: the toolkit reads a challenge left out of the form from the query string.
+        problem = pkce_challenge_refusal(request.GET)
+        if problem is None and request.method == "POST":
+            problem = pkce_challenge_refusal(request.POST)
         if problem is not None:
             return render(request, "oauth/refused.html", {"reason": problem}, status=400)
         response: HttpResponseBase = super().dispatch(request, *args, **kwargs)

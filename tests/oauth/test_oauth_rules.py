@@ -751,6 +751,12 @@ class OAuthRuleTests(TestCase):
                     answer = self.client.post("/oauth/authorize/?" + urlencode(query), data={**fields, **edits})
                     assert answer.status_code == 400
                     assert "code_challenge" in answer.content.decode()
+            # Left out of the form and put in the URL, where the toolkit then reads it.
+            with self.subTest(length=len(edited), where="query string"):
+                form = {k: v for k, v in fields.items() if not k.startswith("code_challenge")}
+                in_url = {**query, "code_challenge": edited}
+                answer = self.client.post("/oauth/authorize/?" + urlencode(in_url), data={**form, "allow": "Authorize"})
+                assert answer.status_code == 400
         assert not Grant.objects.filter(application__client_id=client_id).exists()
 
     def test_a_client_removing_itself_revokes_its_tokens_and_is_audited(self) -> None:
