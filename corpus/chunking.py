@@ -54,12 +54,13 @@ def chunk_id(heading_path: str, body: str) -> str:
     return hashlib.sha256(f"{heading_path}\x1f{body}".encode()).hexdigest()
 
 
-# Where a long section is cut, coarsest first: paragraphs, lines, sentence ends, words.
-_CUTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\n[ \t]*\n\s*"), "\n\n"),
-    (re.compile(r"\n"), "\n"),
-    (re.compile(r"(?<=[.!?])\s+"), " "),
-    (re.compile(r"\s+"), " "),
+# Where a long section is cut, coarsest first: paragraphs, lines, sentence ends, words; and
+# whether a piece keeps its indentation (a line of code or YAML means it).
+_CUTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
+    (re.compile(r"\n[ \t]*\n\s*"), "\n\n", False),
+    (re.compile(r"\n"), "\n", True),
+    (re.compile(r"(?<=[.!?])\s+"), " ", False),
+    (re.compile(r"\s+"), " ", False),
 )
 
 
@@ -75,11 +76,11 @@ def _split_long(text: str, max_chars: int, level: int = 0) -> list[str]:
         return [text]
     if level == len(_CUTS):
         return [text[start : start + max_chars] for start in range(0, len(text), max_chars)]
-    pattern, joiner = _CUTS[level]
+    pattern, joiner, indented = _CUTS[level]
     pieces: list[str] = []
     current = ""
-    for part in (p.strip() for p in pattern.split(text)):
-        if not part:
+    for part in (p.rstrip() if indented else p.strip() for p in pattern.split(text)):
+        if not part.strip():
             continue
         if len(part) > max_chars:
             if current:

@@ -47,6 +47,15 @@ def test_a_long_paragraph_is_cut_at_lines_then_sentences_then_words() -> None:
     assert all(c.body.endswith(".") for c in chunks if c.heading_path == "S")  # cut at sentence ends
 
 
+def test_lines_of_a_long_code_block_keep_their_indentation() -> None:
+    code = "\n".join(f"def f{i}():\n    return {i}" for i in range(400))
+    chunks = chunk_markdown(f"## Code\n\n```python\n{code}\n```\n")
+    assert len(chunks) > 1
+    assert all(len(c.body) <= 1200 for c in chunks)
+    assert "\n    return 1\n" in chunks[0].body
+    assert all("\nreturn" not in c.body for c in chunks)
+
+
 def test_ids_are_content_addresses() -> None:
     first = chunk_markdown("## A\n\nSame text.\n")[0]
     again = chunk_markdown("# Other page\n\n## A\n\nSame text.\n")
