@@ -32,6 +32,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from slack_sdk.signature import SignatureVerifier
 
 from answers.models import Question
+from answers.services import LEASE as QUESTION_LEASE
 from answers.services import question_ask, question_run
 from brain.errors import json_error
 from brain.jobs import enqueue_on_commit, resend_lost
@@ -49,9 +50,10 @@ SIGNING_SECRET = "slack_signing_secret"  # noqa: S105 (the setting's name, not a
 LINK_LIFETIME = dt.timedelta(minutes=10)
 # Slack accepts posts to a slash command's response_url for 30 minutes.
 RESPONSE_URL_LIFETIME = dt.timedelta(minutes=30)
-# How long a delivery's chain holds its lease without word: one answer run, one post (10 s
-# timeout) or a retry's 15 s wait. A chain that dies is taken over this long after.
-DELIVERY_HOLD = dt.timedelta(minutes=2)
+# How long a delivery's chain holds its lease without word: longer than one answer run (the
+# question's own lease), one post (10 s timeout) or a retry's 15 s wait, so a slow answer
+# does not start a second chain. A chain that dies is taken over this long after.
+DELIVERY_HOLD = QUESTION_LEASE + dt.timedelta(minutes=1)
 HELP = (
     "*/brain <question>* — an answer from the pages you can read, with its sources\n"
     "*/brain search <terms>* — matching pages\n"
