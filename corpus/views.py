@@ -59,7 +59,7 @@ def browse(request: HttpRequest) -> HttpResponse:
     else:
         # Small trees and filtered ones open fully; a larger one opens its first level only.
         tree_html = tree.html(open_all=filtered or tree.total <= 60)
-    folder_path = tree.folder_at(prefix).path if by_folder else ""
+    folder_path = tree.folder_at(prefix).path if by_folder or prefix else ""
     parent_path = folder_path.rstrip("/").rpartition("/")[0]
     kept = {name: value for name, value in filters.items() if value}
     return render(

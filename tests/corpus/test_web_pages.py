@@ -96,6 +96,10 @@ class BrowseAndPageTests(BrainTestCase):
             every = self.client.get("/pages/", {"prefix": "topics/onboarding/", "all": "1"}).content.decode()
             assert every.count('<a href="/pages/topics/onboarding/') == 3
             # Filters are kept on the folder links.
+            # A small folder opened by prefix is listed whole, and still has its way up.
+            small = self.client.get("/pages/", {"prefix": "topics/pricing/"}).content.decode()
+            assert "Price list" in small
+            assert 'href="/pages/?prefix=topics%2F">up one folder' in small
             runbooks = self.client.get("/pages/", {"type": "runbook"}).content.decode()
             assert 'href="/pages/?type=runbook&amp;prefix=topics%2F"' in runbooks
             assert '<span class="count">3 pages' in runbooks
