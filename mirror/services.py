@@ -35,7 +35,8 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import DateTimeField, ExpressionWrapper, Max
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from brain.jobs import enqueue_on_commit
@@ -63,6 +64,7 @@ class Outcome:
     commit: str = ""
     files: int = 0
     detail: str = ""
+    ran: bool = True  # False: another run held the mirror (it runs again after), or it is gone
 
 
 # --------------------------------------------------------------------------- configuration
@@ -78,12 +80,11 @@ def mirror_save(*, actor: Principal, mirror: Mirror, credential: str = "") -> Mi
     with transaction.atomic():
         if mirror.pk is not None:
             before = Mirror.objects.select_for_update().get(pk=mirror.pk)
-            # The form's copy of the row may predate a run's claim: the claim is the row's.
-            mirror.run_token, mirror.run_expires_at, mirror.run_again = (
-                before.run_token,
-                before.run_expires_at,
-                before.run_again,
-            )
+            # The form's copy of the row may predate a run's claim or result: those are the
+            # row's (an administrator edits the configuration, never what a run recorded).
+            for name in ("run_token", "run_expires_at", "run_again", *RUN_RESULT_FIELDS):
+                if name != "updated_at":
+                    setattr(mirror, name, getattr(before, name))
             if (before.remote_url, before.branch) != (mirror.remote_url, mirror.branch):
                 _forget_remote(mirror)
             elif before.service_account_id != mirror.service_account_id:
@@ -141,16 +142,17 @@ def _claim_run(mirror_id: int) -> uuid.UUID | None:
     administrator saving the mirror never waits on a remote, and it holds behind a
     transaction-pooling PgBouncer (a session advisory lock would not). None: not ours.
     """
-    now = timezone.now()
+    # The database's clock, not each worker's: a worker running ahead would take a live claim.
     with transaction.atomic():
-        row = Mirror.objects.select_for_update().filter(pk=mirror_id).values("run_token", "run_expires_at").first()
-        if row is None:
+        rows = Mirror.objects.filter(pk=mirror_id)
+        if not list(rows.select_for_update().values_list("pk", flat=True)):
             return None
-        if row["run_token"] is not None and row["run_expires_at"] is not None and row["run_expires_at"] > now:
-            Mirror.objects.filter(pk=mirror_id).update(run_again=True)
+        if rows.filter(run_token__isnull=False, run_expires_at__gt=Now()).exists():
+            rows.update(run_again=True)
             return None
         token = uuid.uuid4()
-        Mirror.objects.filter(pk=mirror_id).update(run_token=token, run_expires_at=now + _run_hold(), run_again=False)
+        expires = ExpressionWrapper(Now() + _run_hold(), output_field=DateTimeField())
+        rows.update(run_token=token, run_expires_at=expires, run_again=False)
     return token
 
 
@@ -193,11 +195,16 @@ def mirror_run(*, mirror_id: int) -> Outcome:
     token = _claim_run(mirror_id)
     if token is None:
         state = Mirror.objects.filter(pk=mirror_id).values_list("state", flat=True).first()
-        return Outcome(state or "gone", detail="busy: another run holds it and runs again after it")
+        if state is None:
+            return Outcome("gone", detail="the mirror was deleted", ran=False)
+        return Outcome(state, detail="busy: another run holds it and runs again after it", ran=False)
     try:
         return _run_claimed(mirror_id, deadline=started + settings.BRAIN_MIRROR_RUN_SECONDS)
     finally:
-        _release_run(mirror_id, token)
+        try:
+            _release_run(mirror_id, token)
+        except Exception:  # the database gone for a moment: the claim expires, the sweep runs it
+            logger.exception("mirror %s: could not give its run back; it expires by itself", mirror_id)
 
 
 def _run_claimed(mirror_id: int, *, deadline: float) -> Outcome:

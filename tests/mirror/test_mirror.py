@@ -332,7 +332,13 @@ class ConfigurationTests(MirrorTestCase):
         with mock.patch("mirror.services.enqueue_on_commit") as queued:
             _release_run(mirror.pk, token)
         queued.assert_called_once_with("mirror.push", mirror.pk)  # the run asked for meanwhile
+        before_the_push = Mirror.objects.get(pk=mirror.pk)  # an admin's form, opened now
         assert mirror_run(mirror_id=mirror.pk).state == "ok"
+        pushed = Mirror.objects.get(pk=mirror.pk).pushed_sha
+        before_the_push.known_hosts = "changed again"
+        mirror_save(actor=SYSTEM, mirror=before_the_push)  # saved after the push: the result stays
+        assert Mirror.objects.get(pk=mirror.pk).pushed_sha == pushed != ""
+        assert Mirror.objects.get(pk=mirror.pk).state == "ok"
         # A claim whose worker died (expired) is taken over.
         dead = _claim_run(mirror.pk)
         assert dead is not None

@@ -49,6 +49,10 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
         outcome = mirror_run(mirror_id=mirror.pk)
         line = f"{mirror.name}: {outcome.state}"
+        if not outcome.ran:
+            # Not a failure of this command: the run in progress runs again after it.
+            self.stdout.write(f"{line} — {outcome.detail}")
+            return
         if outcome.commit:
             line += f", pushed {outcome.commit[:12]} ({outcome.files} files changed)"
         elif outcome.detail:
