@@ -85,6 +85,20 @@ def lease_claim(
     return Lease(model=model, pk=pk, token=token, attempt=int(attempt))
 
 
+def lease_claim_unfinished(model: type[LeasedJob], pk: Any, *, unfinished: Q, duration: dt.timedelta) -> Lease | None:
+    """``lease_claim`` for a job row without a status column (a delivery to send): waiting
+    while ``unfinished`` and unheld, running while ``unfinished`` and held. The holder marks
+    it finished through ``lease_finish``."""
+    return lease_claim(
+        model,
+        pk,
+        waiting=unfinished & Q(lease_token__isnull=True),
+        running=unfinished & Q(lease_token__isnull=False),
+        take={},
+        duration=duration,
+    )
+
+
 def lease_holds(lease: Lease, *, lock: bool = False) -> bool:
     """Whether ``lease`` is still this row's; with ``lock`` (inside a transaction) the row stays
     locked, so nobody can take it over before the caller's writes commit."""

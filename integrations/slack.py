@@ -36,7 +36,7 @@ from answers.services import LEASE as QUESTION_LEASE
 from answers.services import question_ask, question_run
 from brain.errors import json_error
 from brain.jobs import enqueue_on_commit, resend_lost
-from brain.leases import Lease, lease_claim, lease_expired, lease_extend, lease_finish
+from brain.leases import Lease, lease_claim_unfinished, lease_expired, lease_extend, lease_finish
 from brain.ratelimit import RateLimited, hit
 from corpus.search import SearchError, search
 from grants.audit import audit_record
@@ -164,14 +164,8 @@ def slack_delivery_claim(delivery_id: int, held: str | None = None) -> Lease | N
         lease = Lease(model=SlackDelivery, pk=delivery_id, token=uuid.UUID(held), attempt=0)
         if lease_extend(lease, DELIVERY_HOLD):
             return lease
-    undelivered = Q(delivered_at__isnull=True)
-    return lease_claim(
-        SlackDelivery,
-        delivery_id,
-        waiting=undelivered & Q(lease_token__isnull=True),
-        running=undelivered & Q(lease_token__isnull=False),
-        take={},
-        duration=DELIVERY_HOLD,
+    return lease_claim_unfinished(
+        SlackDelivery, delivery_id, unfinished=Q(delivered_at__isnull=True), duration=DELIVERY_HOLD
     )
 
 

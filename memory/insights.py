@@ -30,7 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from brain.leases import lease_claim, lease_expired, lease_finish
+from brain.leases import lease_claim_unfinished, lease_expired, lease_finish
 from grants.models import Member
 from memory import capsules
 from memory.models import (
@@ -271,14 +271,8 @@ def deliver(insight: MemoryInsight) -> bool:
     """
     if insight.member is None or not insight.delivers:
         return False
-    undelivered = Q(delivers=True, delivered_at__isnull=True)
-    lease = lease_claim(
-        MemoryInsight,
-        insight.pk,
-        waiting=undelivered & Q(lease_token__isnull=True),
-        running=undelivered & Q(lease_token__isnull=False),
-        take={},
-        duration=DELIVERY_HOLD,
+    lease = lease_claim_unfinished(
+        MemoryInsight, insight.pk, unfinished=Q(delivers=True, delivered_at__isnull=True), duration=DELIVERY_HOLD
     )
     if lease is None:
         return False
