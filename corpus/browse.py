@@ -102,12 +102,7 @@ class Tree:
                 parts.append("</ul></details></li>")
             else:
                 assert row.page is not None
-                page = row.page
-                parts.append(
-                    f'<li><a href="{escape(page_url + page.path)}">{escape(page.title)}</a> '
-                    f'<span class="muted small">{escape(page.name)} · {escape(page.type)} · '
-                    f"{escape(page.owner)}</span></li>"
-                )
+                parts.append(_page_item(row.page, page_url))
         parts.append("</ul>")
         return mark_safe("".join(parts))  # noqa: S308 — every value above went through escape
 
@@ -138,12 +133,7 @@ class Tree:
                 f'<span class="count">{child.count} page{"s" if child.count != 1 else ""}</span></li>'
             )
         shown = folder.pages if all_pages else folder.pages[:PAGES_SHOWN]
-        for page in shown:
-            parts.append(
-                f'<li><a href="{escape(base + page.path)}">{escape(page.title)}</a> '
-                f'<span class="muted small">{escape(page.name)} · {escape(page.type)} · '
-                f"{escape(page.owner)}</span></li>"
-            )
+        parts.extend(_page_item(page, base) for page in shown)
         if len(shown) < len(folder.pages):
             more = len(folder.pages) - len(shown)
             parts.append(
@@ -152,6 +142,14 @@ class Tree:
             )
         parts.append("</ul>")
         return mark_safe("".join(parts))  # noqa: S308 — every value above went through escape
+
+
+def _page_item(page: PageEntry, base: str) -> str:
+    """One page of the tree as a list item, every value escaped."""
+    return (
+        f'<li><a href="{escape(base + page.path)}">{escape(page.title)}</a> '
+        f'<span class="muted small">{escape(page.name)} · {escape(page.type)} · {escape(page.owner)}</span></li>'
+    )
 
 
 def page_tree(*, principal: Principal | None, filters: dict[str, str | None], prefix: str = "") -> Tree:
