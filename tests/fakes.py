@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -43,3 +45,31 @@ class FakeModel:
 
     def close(self) -> None:
         self.server.shutdown()
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[int]:
+    """A TCP port on loopback that accepts connections and never says a word: a server that
+    hangs rather than one that is down (a Redis, a git remote). Yields the port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()

