@@ -67,9 +67,10 @@ class QueryCountTests(ReviewerTestCase):
         # Session, user and member lookups included: the whole request as a browser makes it. The
         # review's blockers read whether the drafts' owners are active in one query for them all;
         # home weighs each recent approval's revision as written (its rows, then one predicate);
-        # home and the queue first ask whether the reader may approve anything at all (holds_any).
+        # home and the queue first ask whether the reader may approve anything at all (holds_any);
+        # browse names the visible pages' owners in a query of its own.
         expected = {
-            "home": 12, "browse": 3, "page": 4, "history": 4, "search": 6, "review": 7, "reviews": 7, "uploads": 3,
+            "home": 12, "browse": 4, "page": 4, "history": 4, "search": 6, "review": 7, "reviews": 7, "uploads": 3,
         }  # fmt: skip
         self.client.force_login(self.victor.user)
         for start, count in ((0, 2), (2, 6)):  # two, then eight pages, memories, builds and revisions

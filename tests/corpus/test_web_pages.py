@@ -77,6 +77,11 @@ class BrowseAndPageTests(BrainTestCase):
         assert '<option value="runbook" selected>' in filtered  # the filter keeps its value
         empty = self.client.get("/pages/", {"owner": "nobody"}).content.decode()
         assert "No page you can read matches these filters" in empty
+        # Owners are named (not numbered) in the choices and the list, and filter by name.
+        by_alice = self.client.get("/pages/", {"owner": "alice"}).content.decode()
+        assert "Price list" in by_alice
+        assert '<option value="alice" selected>' in by_alice
+        assert "· alice</span>" in by_alice
 
     def test_a_large_tree_is_listed_folder_by_folder(self) -> None:
         """Past FULL_TREE_LIMIT pages the tree is one folder at a time, never every page at once."""
