@@ -46,7 +46,9 @@ def _redis() -> redis.Redis:
 
 
 def caps() -> dict[str, int]:
-    defaults = {"read": 600, "search": 120, "write": 120, "import": 1000, "upload": 20, "ask": 10, "register": 20}
+    defaults = {
+        "read": 600, "search": 120, "write": 120, "import": 1000, "upload": 20, "ask": 10, "register": 20, "token": 60,
+    }  # fmt: skip
     return {**defaults, **getattr(settings, "BRAIN_MCP_RATE_LIMITS", {})}
 
 

@@ -48,16 +48,27 @@ Application = get_application_model()
 
 
 class BrainTokenView(TokenView):
-    """The token endpoint, for the grants this server offers and nothing else.
+    """The token endpoint, for the grants this server offers and nothing else, rate limited
+    per client address (class ``token``).
 
     oauthlib checks a password grant's username and password before it checks whether the
     grant is allowed: with any public client id, /oauth/token/ answered a right password
     differently from a wrong one — a second, unthrottled place to test passwords (OAuth 2.1
     removes the grant). The device grant was processed too. Anything but the authorization
     code and refresh grants is refused before the toolkit sees it.
+
+    The limit comes first: a confidential client's secret is checked with the password
+    hasher (PBKDF2, about 0.4 s of CPU on this machine), so a stream of wrong secrets for a
+    known client id was a cheap way to keep every web worker busy.
     """
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            hit(principal_key=f"ip:{client_network(request)}", rate_class="token")
+        except RateLimited as limited:
+            body = {"error": "rate_limited", "error_description": "Too many token requests; try again shortly."}
+            headers = {"Retry-After": str(limited.retry_after), "Cache-Control": "no-store"}
+            return JsonResponse(body, status=429, headers=headers)
         grants = request.POST.getlist("grant_type")
         if len(grants) != 1 or grants[0] not in REGISTRABLE_GRANT_TYPES:
             offered = "authorization_code and refresh_token"

@@ -100,7 +100,7 @@ class OAuthFlowTests(LiveServerTestCase):
         override = self.settings(
             BRAIN_BASE_URL=base,
             OAUTH2_PROVIDER=provider_settings(base, ["http", "https"]),
-            BRAIN_MCP_RATE_LIMITS={"register": 100_000},
+            BRAIN_MCP_RATE_LIMITS={"register": 100_000, "token": 100_000},
         )
         override.enable()
         self.addCleanup(override.disable)

@@ -9,10 +9,12 @@ import hashlib
 import json
 import secrets
 from typing import Any
+from unittest import mock
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.test import Client, TestCase, override_settings
 from oauth2_provider.models import AccessToken, Application, Grant
+from oauth2_provider.views import TokenView
 
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
@@ -34,7 +36,7 @@ def pkce() -> tuple[str, str]:
 @override_settings(
     BRAIN_BASE_URL=BASE,
     OAUTH2_PROVIDER=provider_settings(BASE, ["http", "https"]),
-    BRAIN_MCP_RATE_LIMITS={"register": 100_000},  # every test registers; the cap has its own test
+    BRAIN_MCP_RATE_LIMITS={"register": 100_000, "token": 100_000},  # every test registers; each cap has its own test
 )
 class OAuthRuleTests(TestCase):
     def setUp(self) -> None:
@@ -294,6 +296,31 @@ class OAuthRuleTests(TestCase):
             elsewhere = self.client.post("/oauth/register/", data=body, content_type="application/json",
                                          REMOTE_ADDR=second)  # fmt: skip
             assert elsewhere.status_code == 201
+
+    def test_token_requests_are_rate_limited_per_client_address_before_any_secret_is_checked(self) -> None:
+        # A confidential client's secret is checked with the slow password hash: a stream of
+        # wrong ones must stop at the cap, before the toolkit (and the hash) sees the request.
+        client = Application.objects.create(
+            name="Confidential", client_type=Application.CLIENT_CONFIDENTIAL,
+            authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE, redirect_uris=REDIRECT,
+            client_secret="the-real-secret-0123456789",
+        )  # fmt: skip
+        wrong = {"grant_type": "authorization_code", "code": "x", "redirect_uri": REDIRECT,
+                 "client_id": client.client_id, "client_secret": "a-wrong-secret"}  # fmt: skip
+        first, second = (f"2001:db8:{secrets.token_hex(2)}:{secrets.token_hex(2)}::1" for _ in range(2))
+        start_of_fresh_rate_window()
+        with (
+            self.settings(BRAIN_MCP_RATE_LIMITS={"token": 2}),
+            mock.patch.object(TokenView, "post", autospec=True, side_effect=TokenView.post) as toolkit,
+        ):
+            answers = [self.client.post("/oauth/token/", data=wrong, REMOTE_ADDR=first) for _ in range(3)]
+            assert [answer.status_code for answer in answers] == [401, 401, 429]
+            assert toolkit.call_count == 2  # the third never reached the secret check
+            assert answers[2].json()["error"] == "rate_limited"
+            assert 1 <= int(answers[2]["Retry-After"]) <= 60
+            assert answers[2]["Cache-Control"] == "no-store"
+            elsewhere = self.client.post("/oauth/token/", data=wrong, REMOTE_ADDR=second)
+            assert elsewhere.status_code == 401
 
     # ----------------------------------------------------------------- PKCE
 
