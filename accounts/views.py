@@ -25,6 +25,7 @@ from accounts.services import InvitationUnusable, invitation_accept, invitation_
 from accounts.sessions import end_all_sessions, end_other_sessions, end_session
 from answers.credentials import question_credential_revoke_own
 from answers.models import QuestionCredential
+from brain.ratelimit import sign_in_limited
 from brain.sign_in_forms import SignInForm
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_revoke
@@ -184,6 +185,10 @@ class SignInView(LoginView):
 
     template_name = "registration/login.html"
     authentication_form = SignInForm  # the username bounded before it is tried (a 500 past 255)
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response: HttpResponse = sign_in_limited(request) or super().post(request, *args, **kwargs)
+        return response
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)

@@ -90,10 +90,11 @@ class BrainAdminSite(admin.AdminSite):
     def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         # Imported at the first sign-in: this module is loaded while the apps are being
         # populated, before the auth forms (and their models) can be.
+        from brain.ratelimit import sign_in_limited
         from brain.sign_in_forms import AdminSignInForm
 
         self.login_form = AdminSignInForm
-        return super().login(request, extra_context)
+        return sign_in_limited(request) or super().login(request, extra_context)
 
     def admin_view(self, view: View, cacheable: bool = False) -> View:
         model_admin = getattr(view, "__self__", None)

@@ -48,6 +48,7 @@ def _redis() -> redis.Redis:
 def caps() -> dict[str, int]:
     defaults = {
         "read": 600, "search": 120, "write": 120, "import": 1000, "upload": 20, "ask": 10, "register": 20, "token": 60,
+        "signin": 60,
     }  # fmt: skip
     return {**defaults, **getattr(settings, "BRAIN_MCP_RATE_LIMITS", {})}
 
@@ -103,6 +104,27 @@ class _LocalWindows:
 
 
 _LOCAL = _LocalWindows()
+
+
+def sign_in_limited(request: HttpRequest) -> HttpResponse | None:
+    """The 429 answer when ``request`` is a sign-in attempt (a POST) over its address's cap
+    (class ``signin``, ``brain.client_ip.client_network``); otherwise None, the attempt counted.
+
+    Every attempt runs the password hasher (PBKDF2, ~0.4 s of CPU here) — for an unknown
+    username too, so that timing tells nothing — and django-axes pauses one *username* from
+    an address: a stream of attempts under ever-new names was never paused and kept every
+    web worker hashing.
+    """
+    from brain.client_ip import client_network
+
+    if request.method != "POST":
+        return None
+    try:
+        hit(principal_key=f"ip:{client_network(request)}", rate_class="signin")
+    except RateLimited as limited:
+        message = "Too many sign-in attempts from your address; try again in {seconds} seconds."
+        return throttled(request, limited, message)
+    return None
 
 
 def throttled(request: HttpRequest, limited: RateLimited, message: str, *, api: bool = False) -> HttpResponse:

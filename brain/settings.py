@@ -529,6 +529,9 @@ BRAIN_MCP_RATE_LIMITS: dict[str, int] = {
     # Token requests per client address: checking a confidential client's secret is a
     # deliberately slow password hash (~0.4 s of CPU here), which anyone may ask for.
     "token": env_int("BRAIN_OAUTH_TOKEN_RATE", 60, minimum=1),
+    # Sign-in attempts (web and admin) per client address, whatever the username: each one
+    # runs the password hash; django-axes pauses one username at a time.
+    "signin": env_int("BRAIN_LOGIN_RATE", 60, minimum=1),
 }
 
 LLM: dict[str, Any] = {

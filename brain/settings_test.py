@@ -21,5 +21,5 @@ CELERY_BROKER_URL = CELERY_BROKER_URL.rsplit("/", 1)[0] + "/15"
 # Live-server threads must not keep connections open past a test (the test database is
 # dropped at the end of the run).
 DATABASES["default"]["CONN_MAX_AGE"] = 0
-# Every test client is 127.0.0.1: the token endpoint's per-address cap has its own test.
-BRAIN_MCP_RATE_LIMITS = {**BRAIN_MCP_RATE_LIMITS, "token": 100_000}  # noqa: F405
+# Every test client is 127.0.0.1: the per-address caps on tokens and sign-ins have their own tests.
+BRAIN_MCP_RATE_LIMITS = {**BRAIN_MCP_RATE_LIMITS, "token": 100_000, "signin": 100_000}  # noqa: F405

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
+from unittest import mock
 
 from django.contrib.auth import get_user_model
 from django.test import TestCase, override_settings
@@ -77,6 +79,34 @@ class SignInThrottleTests(TestCase):
             "/admin/login/", {"username": "alice", "password": PASSWORD}, REMOTE_ADDR="203.0.113.9"
         )
         assert response.status_code == 429
+
+    def test_attempts_under_ever_new_usernames_stop_at_the_addresss_cap_before_any_password_hash(self) -> None:
+        # Each attempt runs the password hasher, for an unknown username too; axes pauses one
+        # username from an address, so new names every time were never paused.
+        from django.contrib.auth import base_user
+
+        from tests.base import start_of_fresh_rate_window
+
+        start_of_fresh_rate_window()
+        for path in ("/login/", "/admin/login/"):
+            address, elsewhere = (f"2001:db8:{secrets.token_hex(2)}:{secrets.token_hex(2)}::1" for _ in range(2))
+            with (
+                self.subTest(path=path),
+                self.settings(BRAIN_MCP_RATE_LIMITS={"signin": 2}),
+                mock.patch.object(base_user, "make_password", wraps=base_user.make_password) as hashed,
+                mock.patch.object(base_user, "check_password", wraps=base_user.check_password) as checked,
+            ):
+                answers = [
+                    self.client.post(path, {"username": f"nobody-{secrets.token_hex(4)}", "password": "x"},
+                                     REMOTE_ADDR=address)
+                    for _ in range(3)
+                ]  # fmt: skip
+                assert [answer.status_code for answer in answers] == [200, 200, 429]
+                assert 1 <= int(answers[2]["Retry-After"]) <= 60
+                assert "Too many sign-in attempts" in answers[2].content.decode()
+                assert hashed.call_count + checked.call_count == 2  # the third was never hashed
+                assert self.sign_in(PASSWORD, address=elsewhere).status_code == 302  # another address
+                self.client.logout()
 
     @override_settings(BRAIN_TRUSTED_PROXY_COUNT=1)
     def test_behind_a_trusted_proxy_the_forwarded_client_address_counts(self) -> None:
