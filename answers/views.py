@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -52,4 +53,13 @@ def question(request: HttpRequest, member: Member, question_id: int) -> HttpResp
     links = [(citation, citation.split("#", 1)[0], "#" + citation.split("#", 1)[1] if "#" in citation else "")
              for citation in found.citations]  # fmt: skip
     template = "answers/_answer.html" if request.headers.get("HX-Request") else "answers/question.html"
-    return render(request, template, {"question": found, "links": links})
+    return render(request, template, {"question": found, "links": links, "poll_seconds": poll_seconds(found)})
+
+
+def poll_seconds(question: Question) -> int:
+    """How often the page asks again while ``question`` is unanswered: every second while an
+    extractive answer is likely (its first 10 s), then every 2 s, and every 5 s past a minute
+    (a model's investigation, or a queue waiting for a worker) — not 60 requests a minute
+    from every open tab for as long as it waits."""
+    waited = (timezone.now() - question.created_at).total_seconds()
+    return 1 if waited < 10 else 2 if waited < 60 else 5

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from answers.models import Question
 from answers.services import Refused, Scored, extractive, extractive_choose, question_ask, question_run
@@ -351,6 +353,11 @@ class AskPageTests(BrainTestCase):
         assert filed["Location"] == f"/ask/{question.pk}"
         waiting = self.client.get(f"/ask/{question.pk}", HTTP_HX_REQUEST="true").content.decode()
         assert 'hx-trigger="every 1s"' in waiting
+        # A question still waiting is asked after less often: 2 s past 10 s, 5 s past a minute.
+        for waited, every in ((30, "2s"), (600, "5s")):
+            Question.objects.filter(pk=question.pk).update(created_at=timezone.now() - dt.timedelta(seconds=waited))
+            later = self.client.get(f"/ask/{question.pk}", HTTP_HX_REQUEST="true").content.decode()
+            assert f'hx-trigger="every {every}"' in later, waited
         question_run(question.pk)  # the worker's part
         page = self.client.get(f"/ask/{question.pk}").content.decode()
         assert "20 euros per seat" in page
