@@ -32,6 +32,10 @@ class SlackLink(models.Model):
 
     code_hash = models.CharField(max_length=64, unique=True)
     slack_user_id = models.CharField(max_length=32)
+    # As Slack's signed command named them, so the page that binds the account can say whose
+    # it is in words a person recognises ("@mallory in acme"), not only an id.
+    slack_user_name = models.CharField(max_length=80, blank=True, default="")
+    slack_team = models.CharField(max_length=80, blank=True, default="")
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
 

@@ -122,8 +122,12 @@ def commands(request: HttpRequest) -> HttpResponse:
         if refused is not None:
             return refused
         code = secrets.token_urlsafe(24)
-        SlackLink.objects.create(code_hash=hashlib.sha256(code.encode()).hexdigest(), slack_user_id=slack_user,
-                                 expires_at=timezone.now() + LINK_LIFETIME)  # fmt: skip
+        SlackLink.objects.create(
+            code_hash=hashlib.sha256(code.encode()).hexdigest(), slack_user_id=slack_user,
+            slack_user_name=" ".join(form.get("user_name", "").split())[:80],
+            slack_team=" ".join((form.get("team_domain", "") or form.get("team_id", "")).split())[:80],
+            expires_at=timezone.now() + LINK_LIFETIME,
+        )  # fmt: skip
         url = settings.BRAIN_BASE_URL + reverse("integrations:slack-link", kwargs={"code": code})
         return _ephemeral(f"Open this link while signed in to Brain, within 10 minutes: {url}")
     member = Member.objects.select_related("user").filter(slack_user_id=slack_user, is_active=True).first()
@@ -222,7 +226,10 @@ def link(request: HttpRequest, code: str) -> HttpResponse:
     # says whose account it is, that only a link one asked for oneself should be confirmed, and
     # which existing link it would replace.
     replaces = member.slack_user_id if member.slack_user_id not in ("", None, row.slack_user_id) else ""
-    context: dict[str, Any] = {"slack_user_id": row.slack_user_id, "done": False, "error": "", "replaces": replaces}
+    context: dict[str, Any] = {
+        "slack_user_id": row.slack_user_id, "slack_user_name": row.slack_user_name, "slack_team": row.slack_team,
+        "done": False, "error": "", "replaces": replaces,
+    }  # fmt: skip
     if request.method == "POST":
         try:
             with transaction.atomic():

@@ -72,13 +72,16 @@ class SlackTests(BrainTestCase):
         secret_set(actor=SYSTEM, name="slack_signing_secret", value=SIGNING)
         Member.objects.filter(pk=self.bob.pk).update(slack_user_id="U0BOB")
 
-    def post(self, text: str, user: str = "U0BOB", age: int = 0, secret: str = SIGNING, response_url: str = "") -> Any:
+    def post(
+        self, text: str, user: str = "U0BOB", age: int = 0, secret: str = SIGNING, response_url: str = "", **fields: str
+    ) -> Any:
         body = urlencode(
             {
                 "command": "/brain",
                 "text": text,
                 "user_id": user,
                 "response_url": response_url or "https://hooks.slack.invalid/x",
+                **fields,
             }
         )
         stamp = str(int(time.time()) - age)
@@ -162,8 +165,12 @@ class SlackTests(BrainTestCase):
         assert Member.objects.get(pk=self.alice.pk).slack_user_id == "U0ALICE"
         assert self.client.get(path).status_code == 404  # one time only
         # A link sent by someone else: the page says whose account it is and what it replaces.
-        sent = self.post("link", user="U0MALLORY").json()["text"].split("within 10 minutes: ")[1]
-        page = self.client.get(sent.removeprefix("https://brain.example.org")).content.decode()
+        sent = self.post("link", user="U0MALLORY", user_name="mallory <b>", team_domain="acme").json()["text"]
+        opened = self.client.get(sent.split("within 10 minutes: ")[1].removeprefix("https://brain.example.org"))
+        page = opened.content.decode()
+        # Whose account, in words a person recognises (escaped as any text).
+        named = "<strong>@mallory &lt;b&gt;</strong> (<code>U0MALLORY</code>) of the workspace <strong>acme</strong>"
+        assert named in page
         assert "Link only if you typed" in page
         assert "replaces your current link to Slack user <code>U0ALICE</code>" in page
         assert "search" in self.post("help").json()["text"]
