@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, Subquery
 
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from builds.review import revision_readable
@@ -47,13 +47,19 @@ class HistoryEntry:
 def page_history(*, principal: Principal | None, path: str, limit: int = 200) -> tuple[Page, list[HistoryEntry]]:
     """The visible page at ``path`` and its promoted revisions, newest first (``Page.DoesNotExist`` if hidden).
 
+    A page that was moved here keeps its history: the revisions its earlier paths were
+    given before each move (``moved_lineage``), each shown by the same rule as the rest —
+    only if the reader may read it as it was written (its old path included).
     One query for the revisions with their build and approval note joined in (no N+1).
     """
     page = page_get_visible(principal=principal, path=path)
     carried_by = BuildChange.objects.filter(revision=OuterRef("pk")).order_by("-build__finished_at")
     approval = Promotion.objects.filter(build_id=OuterRef("build_pk"))
+    own = Q(page_id=page.pk)
+    for page_id, moved_at in moved_lineage(page):
+        own |= Q(page_id=page_id, promoted_at__lt=moved_at)
     revisions = (
-        Revision.objects.filter(page_id=page.pk, promoted_at__isnull=False)
+        Revision.objects.filter(own, promoted_at__isnull=False)
         .select_related("promoted_by__user")
         .annotate(
             build_pk=Subquery(carried_by.values("build_id")[:1]),
@@ -87,6 +93,38 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
         for revision in shown_revisions
     ]
     return page, entries
+
+
+MAX_MOVES = 50  # a page moved more often than this shows the history of its last 50 homes
+
+
+def moved_lineage(page: Page) -> list[tuple[int, datetime]]:
+    """The earlier homes of ``page``: (page row id, when the page moved out of it), newest move
+    first, following every promoted move back (a few queries a move).
+
+    A promoted move leaves the old revisions on the old path's row (retired, or since reused
+    by another page); only those approved before the move are this page's. Each step goes
+    back in time, so a page moved away and back again cannot loop.
+    """
+    lineage: list[tuple[int, datetime]] = []
+    path, page_id, before = page.path, page.pk, None
+    while len(lineage) < MAX_MOVES:
+        moves = BuildChange.objects.filter(
+            action=BuildChange.Action.MOVE, new_path=path, revision__page_id=page_id,
+            revision__promoted_at__isnull=False,
+        )  # fmt: skip
+        if before is not None:
+            moves = moves.filter(revision__promoted_at__lt=before)
+        move = moves.select_related("revision").order_by("-revision__promoted_at").first()
+        if move is None or move.revision is None or move.revision.promoted_at is None:
+            break
+        old = Page.objects.filter(path=move.path).only("pk", "path").first()
+        if old is None:
+            break
+        moved_at = move.revision.promoted_at
+        lineage.append((old.pk, moved_at))
+        path, page_id, before = old.path, old.pk, moved_at
+    return lineage
 
 
 def builds_titles_visible_to(principal: Principal | None, build_ids: set[int]) -> set[int]:

@@ -100,6 +100,8 @@ class BuildChange(models.Model):
                 condition=Q(action="delete") | Q(revision__isnull=False), name="build_change_write_has_revision"
             ),
         ]
+        # A page's history follows it back through the moves that brought it to its path.
+        indexes = [models.Index(fields=["new_path"], condition=Q(action="move"), name="build_change_move_target")]
 
     def __str__(self) -> str:
         return f"{self.action} {self.path}"

@@ -52,6 +52,45 @@ class BranchChangeTests(BrainTestCase):
         with pytest.raises(Page.DoesNotExist):
             page_read(principal=self.bob, path="topics/pricing/price-list.md")
 
+    def move(self, path: str, new_path: str) -> None:
+        build = build_open(actor=self.alice, title=f"Move {path}")
+        build_move_page(build=build, path=path, new_path=new_path)
+        build_promote(actor=self.victor, build=build_submit(actor=self.alice, build=build))
+
+    def test_a_moved_page_keeps_its_history_and_not_a_later_pages_at_its_old_path(self) -> None:
+        from builds.history import page_history
+
+        old, new = "topics/pricing/price-list.md", "topics/pricing/plans.md"
+        publish(old, title="Price list", body="# Price list\n\n## Plans\n\nTeam plan, 20 euros.\n")
+        before = [entry.number for entry in page_history(principal=self.bob, path=old)[1]]
+        assert len(before) == 2
+        self.move(old, new)
+        publish(old, title="Another list", body="# Another list\n\nSomething else.\n")  # the old path reused
+        _, entries = page_history(principal=self.bob, path=new)
+        assert [entry.number for entry in entries][1:] == before  # the move, then the old path's two
+        self.client.force_login(self.bob.user)
+        across = self.client.get(f"/pages/{new}/history", {"from": before[-1], "to": entries[0].number})
+        assert across.status_code == 200
+        assert "20 euros" in across.content.decode()
+        # The reused path's history is its own, as before.
+        assert len(page_history(principal=self.bob, path=old)[1]) == 3
+        # A reader of the new path only sees no revision written at the old one.
+        from grants.services import grant_issue, member_create
+
+        carol = member_create(actor=SYSTEM, username="carol")
+        grant_issue(actor=SYSTEM, member=carol, path=new, permission="read")
+        assert [entry.number for entry in page_history(principal=carol, path=new)[1]] == [entries[0].number]
+
+    def test_a_page_moved_away_and_back_lists_each_revision_once(self) -> None:
+        from builds.history import page_history
+
+        old, new = "topics/pricing/price-list.md", "topics/pricing/plans.md"
+        self.move(old, new)
+        self.move(new, old)
+        numbers = [entry.number for entry in page_history(principal=self.bob, path=old)[1]]
+        assert len(numbers) == len(set(numbers)) == 3  # published, moved away, moved back
+        assert numbers == sorted(numbers, reverse=True)
+
     def test_guards(self) -> None:
         bobs = build_open(actor=self.bob, title="Bob")
         with pytest.raises(PermissionDenied):
