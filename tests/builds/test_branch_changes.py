@@ -72,6 +72,7 @@ class BranchChangeTests(BrainTestCase):
         across = self.client.get(f"/pages/{new}/history", {"from": before[-1], "to": entries[0].number})
         assert across.status_code == 200
         assert "20 euros" in across.content.decode()
+        assert f"at {old}, before a move" in across.content.decode()
         # The reused path's history is its own, as before.
         assert len(page_history(principal=self.bob, path=old)[1]) == 3
         # A reader of the new path only sees no revision written at the old one.
