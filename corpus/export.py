@@ -3,7 +3,8 @@
 ``corpus_files(principal)`` yields, in a fixed order: every page the principal can read as
 ``<path>`` (Markdown with its frontmatter), every capture they can read as
 ``captures/<key>.md`` (metadata and extracted text, masked), ``figures.yml`` (every figure
-value on those pages, current and past) and a ``README.md`` index. ``zip_stream`` packs
+value on those pages, current and past — a past one only if it was recorded while the page
+was readable to them) and a ``README.md`` index. ``zip_stream`` packs
 them with fixed timestamps and permissions, so the same corpus gives the same bytes, and
 yields the archive as it is written (rows are read in batches; nothing holds the whole
 corpus or the whole zip in memory).
@@ -20,6 +21,7 @@ capture the principal cannot read; then it is the parsed frontmatter with those 
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import io
 import zipfile
@@ -30,9 +32,11 @@ from typing import Any, NamedTuple, Protocol
 import yaml
 
 from brain.text.secrets import redact
-from corpus.models import Figure, Page, Source
+from corpus.models import Figure, Page, Revision, Source
 from corpus.selectors import ReferenceFilter, frontmatter_references
-from grants.principals import Principal
+from corpus.services import document_from_revision
+from grants.predicates import effective_permissions
+from grants.principals import Principal, SystemPrincipal
 
 BATCH = 200
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can say: no clock in the bytes
@@ -221,23 +225,62 @@ def _figures(principal: Principal) -> bytes:
         .select_related("page", "source")
         .order_by("page__path", "key", "as_of", "id")
     )
-    figures: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    figures: dict[str, dict[str, list[tuple[bool, dict[str, Any]]]]] = {}
     records = list(rows.iterator(chunk_size=BATCH))
+    as_recorded = _readable_as_recorded(principal, records)
     # A figure on a readable page may cite a capture the reader cannot read: it is not named.
     # The same filter as the pages' citations, on just the cited captures.
     cited = ReferenceFilter(principal, [{"sources": sorted({f.source.key for f in records if f.source is not None})}])
     for figure in records:
         source = figure.source.key if figure.source is not None else None
         shown = source is not None and (cited.everything or source in cited.sources)
-        figures.setdefault(figure.page.path, {}).setdefault(figure.key, []).append(
+        figures.setdefault(figure.page.path, {}).setdefault(figure.key, []).append((
+            figure.pk in as_recorded,
             {"value": format(figure.value.normalize(), "f"), "unit": figure.unit, "as_of": figure.as_of.isoformat(),
-             "source": f"capture:{source}" if shown else None}
-        )  # fmt: skip
+             "source": f"capture:{source}" if shown else None},
+        ))  # fmt: skip
     document = {
-        page: {key: {"current": values[-1], "history": values} for key, values in keys.items()}
+        page: {
+            key: {"current": values[-1][1], "history": [value for shown, value in values if shown]}
+            for key, values in keys.items()
+        }
         for page, keys in figures.items()
     }
     return _dump(document).encode("utf-8")
+
+
+def _readable_as_recorded(principal: Principal, records: list[Figure]) -> set[int]:
+    """Of figure values on pages ``principal`` reads now, the ids of those recorded while the
+    page was readable to them — the page history's rule: what was written while the page was
+    restricted (or elsewhere) stays out of a reader's history, though its page is open now.
+
+    A value is judged by the revision of its page approved last before it was recorded (the
+    page's earliest, for a value older than every revision on the row: one drafted with its
+    page, or carried over by a move). A constant number of queries.
+    """
+    if isinstance(principal, SystemPrincipal) or not records:
+        return {figure.pk for figure in records}
+    timelines: dict[int, tuple[list[dt.datetime], list[int]]] = {}
+    revisions = Revision.objects.filter(page_id__in={figure.page_id for figure in records}, promoted_at__isnull=False)
+    for revision_id, page_id, promoted_at in revisions.order_by("page_id", "promoted_at", "id").values_list(
+        "id", "page_id", "promoted_at"
+    ):
+        if promoted_at is not None:  # the filter's promise; the type does not carry it
+            times, ids = timelines.setdefault(page_id, ([], []))
+            times.append(promoted_at)
+            ids.append(revision_id)
+    judged_by: dict[int, int] = {}
+    for figure in records:
+        if figure.page_id in timelines:
+            times, ids = timelines[figure.page_id]
+            judged_by[figure.pk] = ids[max(bisect.bisect_right(times, figure.created_at) - 1, 0)]
+    scopes: dict[int, tuple[str, str | None, int]] = {}
+    for revision in Revision.objects.filter(pk__in=set(judged_by.values())):
+        document = document_from_revision(revision)
+        scopes[revision.pk] = (document.path, document.category, int(document.sensitivity))
+    distinct = sorted(set(scopes.values()), key=str)
+    readable = {scope for scope, best in zip(distinct, effective_permissions(principal, distinct), strict=True) if best}
+    return {figure.pk for figure in records if figure.pk not in judged_by or scopes[judged_by[figure.pk]] in readable}
 
 
 def _file_name(name: str) -> str:

@@ -77,6 +77,23 @@ class ExportTests(BrainTestCase):
         assert "current:" in figures
         assert "'14'" in figures or "14" in figures
 
+    def test_figure_values_recorded_while_the_page_was_restricted_stay_out_of_a_readers_history(self) -> None:
+        import datetime as dt
+
+        import yaml
+
+        path = "topics/pricing/margins.md"
+        publish(path, title="Margins", category="pricing", sensitivity="restricted")
+        grant_issue(actor=SYSTEM, member=self.alice, path=path, permission="read")  # alice reads it, bob does not
+        figure_record(actor=SYSTEM, page_path=path, key="margin", value="31", unit="%", as_of=dt.date(2026, 1, 1))
+        publish(path, title="Margins", body="# Margins\n\nNow for everyone.\n")  # opened to every reader
+        figure_record(actor=SYSTEM, page_path=path, key="margin", value="28", unit="%", as_of=dt.date(2026, 6, 1))
+        bobs = yaml.safe_load(self.export(self.bob)["figures.yml"])[path]["margin"]
+        assert bobs["current"]["value"] == "28"
+        assert [entry["value"] for entry in bobs["history"]] == ["28"]  # 31 was written where bob could not read
+        alices = yaml.safe_load(self.export(self.alice)["figures.yml"])[path]["margin"]
+        assert [entry["value"] for entry in alices["history"]] == ["31", "28"]
+
     def test_a_figure_never_names_a_capture_the_reader_cannot_read(self) -> None:
         import datetime as dt
 
