@@ -9,21 +9,25 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from brain.ratelimit import RateLimited, throttled
 from grants.decorators import limited_view
 from grants.models import Member
 from memory.classify import MemoryInvalid
-from memory.vault_api import EXPORT_NAME
+from memory.vault_api import EXPORT_NAME, OVER_WINDOW, import_charge
 from memory.vaults import ImportRefused, ImportReport, notion_import, obsidian_export, obsidian_import
 from memory.vaults.obsidian import vault_files_from_zip
 from memory.views import member_view
 
 
 def _run(member: Member, kind: str, archive: IO[bytes], vault: str, workspace: str | None) -> ImportReport:
+    charge = import_charge(member)
     if kind == "obsidian":
         files, folder = vault_files_from_zip(archive)
-        return obsidian_import(actor=member, files=files, vault=vault or folder or "vault", workspace=workspace)
+        return obsidian_import(
+            actor=member, files=files, vault=vault or folder or "vault", workspace=workspace, charge=charge
+        )
     if kind == "notion":
-        return notion_import(actor=member, zip_bytes=archive, workspace=workspace)
+        return notion_import(actor=member, zip_bytes=archive, workspace=workspace, charge=charge)
     raise MemoryInvalid("choose what the zip is: an Obsidian vault or a Notion export")
 
 
@@ -52,6 +56,8 @@ def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
         except ImportRefused as refused:
             context["problems"] = refused.problems
             status = 400
+        except RateLimited as limited:
+            return throttled(request, limited, OVER_WINDOW)
     return render(request, "memory/import.html", context, status=status)
 
 

@@ -16,6 +16,7 @@ import datetime as dt
 import re
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ from memory.services import (
     workspace_value,
 )
 
+# Told how many notes an import is about to store (see ``store_plan``).
+Charge = Callable[[int], None]
 MAX_NOTES = 5_000
 MAX_ORIGIN = 300  # Memory.origin's length
 MAX_PATH = 1_000
@@ -196,14 +199,24 @@ def check_plan(notes: list[PlannedNote], problems: list[str]) -> None:
 
 
 def store_plan(
-    *, actor: Member, notes: list[PlannedNote], source: str, workspace: str | None, report: ImportReport
+    *,
+    actor: Member,
+    notes: list[PlannedNote],
+    source: str,
+    workspace: str | None,
+    report: ImportReport,
+    charge: Charge | None = None,
 ) -> ImportReport:
     """Store every planned note, then draw their links; one transaction, all or nothing.
 
-    A failure while storing is an ``ImportRefused`` naming the note, and nothing of this
-    import stays.
+    ``charge`` is told how many notes are about to be stored (each is embedded) once they
+    all passed the checks and before anything is written; it may refuse by raising (a rate
+    limit). A failure while storing is an ``ImportRefused`` naming the note, and nothing of
+    this import stays.
     """
     layer = workspace_value(workspace)
+    if charge is not None and notes:
+        charge(len(notes))
     with transaction.atomic():
         stored: dict[str, Memory] = {}
         for note in notes:

@@ -43,6 +43,7 @@ from memory.services import workspace_value
 from memory.vaults.archive import Budget, ZipLimits, inflate_to_file, open_zip, read_zip, select_entries
 from memory.vaults.common import (
     MAX_NOTES,
+    Charge,
     ImportRefused,
     ImportReport,
     PlannedNote,
@@ -263,8 +264,11 @@ def table_rows(table: Table, raw: bytes, own: set[str], report: ImportReport) ->
 # --------------------------------------------------------------------------- the import
 
 
-def notion_import(*, actor: Member, zip_bytes: bytes | IO[bytes], workspace: str | None = None) -> ImportReport:
+def notion_import(
+    *, actor: Member, zip_bytes: bytes | IO[bytes], workspace: str | None = None, charge: Charge | None = None
+) -> ImportReport:
     """Import a Notion "Markdown & CSV" export zip; all or nothing (see the module docstring).
+    ``charge``: see ``memory.vaults.common.store_plan``.
 
     Raises ``ImportRefused`` naming every unsafe entry, unreadable page or table, and every
     page or row the capture path would refuse (a secret, a NUL, bad tags), before storing.
@@ -305,7 +309,7 @@ def notion_import(*, actor: Member, zip_bytes: bytes | IO[bytes], workspace: str
             break  # refused below: the tables left would only cost time (a 226 KB zip took 16 s)
     _refuse_repeated_pages(planned, problems)
     check_plan(planned, problems)
-    return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report)
+    return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge)
 
 
 def _path_origin(path: str) -> str:

@@ -44,6 +44,7 @@ from memory.vaults import frontmatter
 from memory.vaults.archive import ZipLimits, read_zip
 from memory.vaults.common import (
     MAX_NOTES,
+    Charge,
     ImportRefused,
     ImportReport,
     PlannedNote,
@@ -355,7 +356,7 @@ def _shortest(paths: list[str]) -> str | None:
 
 
 def obsidian_import(
-    *, actor: Member, files: Mapping[str, bytes], vault: str, workspace: str | None = None
+    *, actor: Member, files: Mapping[str, bytes], vault: str, workspace: str | None = None, charge: Charge | None = None
 ) -> ImportReport:
     """Import a vault given as ``{vault-relative POSIX path: bytes}``; all or nothing.
 
@@ -364,7 +365,7 @@ def obsidian_import(
     length); any problem refuses the whole import (``ImportRefused`` lists them all) before a
     memory is written. A note over the content limit (20,000 characters) is skipped and
     reported. Then every note is stored (``memory_capture_from``) and the links are drawn, in
-    one transaction. At most 5,000 notes and 50 MB of notes.
+    one transaction. At most 5,000 notes and 50 MB of notes. ``charge``: see ``store_plan``.
     """
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
@@ -389,7 +390,7 @@ def obsidian_import(
             problems.append(f"{path}: {invalid}")
     planned = _plan(actor, vault, notes, report)
     check_plan(planned, problems)
-    return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report)
+    return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge)
 
 
 def _plan(actor: Member, vault: str, notes: list[Note], report: ImportReport) -> list[PlannedNote]:

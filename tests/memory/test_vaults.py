@@ -456,3 +456,39 @@ def test_an_export_of_one_layer_keeps_its_links_when_imported_as_a_zip(alice: Me
     elsewhere = api(bob, "post", "import/obsidian?vault=Export", data).json()
     assert elsewhere["links"]["missing"] == 0
     assert elsewhere["links"]["created"] >= 1
+
+
+def test_a_vaults_notes_count_in_the_import_window_on_the_api_and_the_page(
+    tmp_path: Path, alice: Member, bob: Member
+) -> None:
+    """Each note is embedded, as each record of a JSON-lines import is: a vault import used to
+    count once (``upload``) however many notes it stored."""
+    from django.test import override_settings
+
+    from tests.base import start_of_fresh_rate_window
+
+    def vault(name: str, notes: int) -> bytes:
+        return zip_of({f"{name}/note-{i}.md": f"Fact {i} of {name}: the ferns want water." for i in range(notes)})
+
+    start_of_fresh_rate_window()
+    with override_settings(BRAIN_MCP_RATE_LIMITS={"import": 3}):
+        assert api(alice, "post", "import/obsidian", vault("One", 2)).status_code == 200
+        over = api(alice, "post", "import/obsidian", vault("Two", 2))
+        assert over.status_code == 429
+        assert 1 <= int(over["Retry-After"]) <= 60
+        assert over.json()["error"]["code"] == "rate_limited"
+        assert not Memory.objects.filter(author=alice, origin__startswith="obsidian:Two/").exists()  # nothing stored
+        # A vault larger than the window fills it and runs alone in its minute.
+        assert api(bob, "post", "import/obsidian", vault("Big", 5)).status_code == 200
+        assert Memory.objects.filter(author=bob, origin__startswith="obsidian:Big/").count() == 5
+        client = Client()
+        client.force_login(bob.user)
+        upload = io.BytesIO(vault("Three", 1))
+        upload.name = "Three.zip"
+        page = client.post("/memory/import/", {"kind": "obsidian", "archive": upload})
+        assert page.status_code == 429
+        assert "Too many memories imported this minute" in page.content.decode()
+        # The operator's command is not a person's request: no window.
+        write(tmp_path, {"Cli/a.md": "Fact a.", "Cli/b.md": "Fact b."})
+        import_folder(tmp_path / "Cli", member="bob", vault="Cli")
+        assert Memory.objects.filter(author=bob, origin__startswith="obsidian:Cli/").count() == 2
