@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Max, OuterRef, Q, Subquery
 
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from builds.review import revision_readable
@@ -56,8 +56,9 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
     carried_by = BuildChange.objects.filter(revision=OuterRef("pk")).order_by("-build__finished_at")
     approval = Promotion.objects.filter(build_id=OuterRef("build_pk"))
     own = Q(page_id=page.pk)
-    for page_id, moved_at in moved_lineage(page):
-        own |= Q(page_id=page_id, promoted_at__lt=moved_at)
+    for page_id, since, until in moved_lineage(page):
+        span = Q(page_id=page_id, promoted_at__lt=until)
+        own |= span & Q(promoted_at__gt=since) if since is not None else span
     revisions = (
         Revision.objects.filter(own, promoted_at__isnull=False)
         .select_related("promoted_by__user")
@@ -98,33 +99,55 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
 MAX_MOVES = 50  # a page moved more often than this shows the history of its last 50 homes
 
 
-def moved_lineage(page: Page) -> list[tuple[int, datetime]]:
-    """The earlier homes of ``page``: (page row id, when the page moved out of it), newest move
-    first, following every promoted move back (a few queries a move).
+def moved_lineage(page: Page) -> list[tuple[int, datetime | None, datetime]]:
+    """The earlier homes of ``page``: (page row id, since, until) — its revisions on that row
+    approved after ``since`` (None: from the first) and before ``until``, when it moved out —
+    newest move first, following every promoted move back (a few queries a move).
 
-    A promoted move leaves the old revisions on the old path's row (retired, or since reused
-    by another page); only those approved before the move are this page's. Each step goes
-    back in time, so a page moved away and back again cannot loop.
+    A promoted move leaves the old revisions on the old path's row, which other pages may
+    have used before this one arrived or after it left: only the span this page lived there
+    is its own. A span starts after the last time a page left that path (a promoted delete or
+    move away) before this page left it, and a move into the path only counts inside that
+    span — so neither an earlier occupant's revisions nor its own moves are followed. Each step
+    goes back in time, so a page moved away and back again cannot loop.
     """
-    lineage: list[tuple[int, datetime]] = []
-    path, page_id, before = page.path, page.pk, None
+    lineage: list[tuple[int, datetime | None, datetime]] = []
+    path, page_id, until = page.path, page.pk, None
+    since: datetime | None = None
     while len(lineage) < MAX_MOVES:
         moves = BuildChange.objects.filter(
             action=BuildChange.Action.MOVE, new_path=path, revision__page_id=page_id,
             revision__promoted_at__isnull=False,
         )  # fmt: skip
-        if before is not None:
-            moves = moves.filter(revision__promoted_at__lt=before)
+        if until is not None:
+            moves = moves.filter(revision__promoted_at__lt=until)
         move = moves.select_related("revision").order_by("-revision__promoted_at").first()
         if move is None or move.revision is None or move.revision.promoted_at is None:
             break
+        if until is None:  # the page's own path: asked only once a move into it is found
+            since = _left_at(path, None)
+        if since is not None and move.revision.promoted_at <= since:
+            break  # that move brought a page that has since left this path, not this one
         old = Page.objects.filter(path=move.path).only("pk", "path").first()
         if old is None:
             break
         moved_at = move.revision.promoted_at
-        lineage.append((old.pk, moved_at))
-        path, page_id, before = old.path, old.pk, moved_at
+        since = _left_at(old.path, moved_at)
+        lineage.append((old.pk, since, moved_at))
+        path, page_id, until = old.path, old.pk, moved_at
     return lineage
+
+
+def _left_at(path: str, before: datetime | None) -> datetime | None:
+    """When a page last left ``path`` — a promoted build deleted it or moved it away — before
+    ``before`` (None: ever); None if none did."""
+    changes = BuildChange.objects.filter(
+        path=path, action__in=[BuildChange.Action.DELETE, BuildChange.Action.MOVE], build__status=Build.Status.PROMOTED
+    )
+    if before is not None:
+        changes = changes.filter(build__finished_at__lt=before)
+    latest: datetime | None = changes.aggregate(latest=Max("build__finished_at"))["latest"]
+    return latest
 
 
 def builds_titles_visible_to(principal: Principal | None, build_ids: set[int]) -> set[int]:

@@ -100,8 +100,12 @@ class BuildChange(models.Model):
                 condition=Q(action="delete") | Q(revision__isnull=False), name="build_change_write_has_revision"
             ),
         ]
-        # A page's history follows it back through the moves that brought it to its path.
-        indexes = [models.Index(fields=["new_path"], condition=Q(action="move"), name="build_change_move_target")]
+        # A page's history follows it back through the moves that brought it to its path, and
+        # stops where another page left that path before it.
+        indexes = [
+            models.Index(fields=["new_path"], condition=Q(action="move"), name="build_change_move_target"),
+            models.Index(fields=["path"], condition=Q(action__in=["delete", "move"]), name="build_change_leaves_path"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.path}"

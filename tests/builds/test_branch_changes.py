@@ -73,7 +73,8 @@ class BranchChangeTests(BrainTestCase):
         assert across.status_code == 200
         assert "20 euros" in across.content.decode()
         assert f"at {old}, before a move" in across.content.decode()
-        # The reused path's history is its own, as before.
+        # The old path's row keeps every revision approved there (its history, as before a move
+        # was followed): the new page's one and the moved page's two.
         assert len(page_history(principal=self.bob, path=old)[1]) == 3
         # A reader of the new path only sees no revision written at the old one.
         from grants.services import grant_issue, member_create
@@ -81,6 +82,19 @@ class BranchChangeTests(BrainTestCase):
         carol = member_create(actor=SYSTEM, username="carol")
         grant_issue(actor=SYSTEM, member=carol, path=new, permission="read")
         assert [entry.number for entry in page_history(principal=carol, path=new)[1]] == [entries[0].number]
+
+    def test_a_page_that_came_to_a_path_after_another_left_it_does_not_inherit_that_ones_history(self) -> None:
+        from builds.history import page_history
+
+        first, second, third = "topics/pricing/price-list.md", "topics/pricing/plans.md", "topics/pricing/tiers.md"
+        self.move(first, second)  # the price list: first → second → third
+        self.move(second, third)
+        publish(second, title="Something else", body="# Something else\n\nUnrelated.\n")  # a new page at second
+        self.move(second, "topics/pricing/elsewhere.md")  # ... which moves on too
+        _, entries = page_history(principal=self.bob, path="topics/pricing/elsewhere.md")
+        assert ["Something else" in entry.revision.body for entry in entries] == [True, True]  # its move and itself
+        price_list = [entry.revision.path for entry in page_history(principal=self.bob, path=third)[1]]
+        assert price_list == [third, second, first]
 
     def test_a_page_moved_away_and_back_lists_each_revision_once(self) -> None:
         from builds.history import page_history
