@@ -252,35 +252,40 @@ def _figures(principal: Principal) -> bytes:
 def _readable_as_recorded(principal: Principal, records: list[Figure]) -> set[int]:
     """Of figure values on pages ``principal`` reads now, the ids of those recorded while the
     page was readable to them — the page history's rule: what was written while the page was
-    restricted (or elsewhere) stays out of a reader's history, though its page is open now.
+    restricted (or at a path they cannot read, before a move) stays out of a reader's history,
+    though its page is open now.
 
-    A value is judged by the revision of its page approved last before it was recorded (the
-    page's earliest, for a value older than every revision on the row: one drafted with its
-    page, or carried over by a move). A constant number of queries.
+    A value is judged by the revision it went live under (``Figure.recorded_under``, kept
+    through moves). One recorded before that was kept is judged by its page row's revision
+    approved last before it was recorded, or hidden when it is older than every one (it came
+    with a move). A constant number of queries.
     """
     if isinstance(principal, SystemPrincipal) or not records:
         return {figure.pk for figure in records}
+    judged_by = {figure.pk: figure.recorded_under_id for figure in records if figure.recorded_under_id is not None}
+    older = [figure for figure in records if figure.recorded_under_id is None]
     timelines: dict[int, tuple[list[dt.datetime], list[int]]] = {}
-    revisions = Revision.objects.filter(page_id__in={figure.page_id for figure in records}, promoted_at__isnull=False)
-    for revision_id, page_id, promoted_at in revisions.order_by("page_id", "promoted_at", "id").values_list(
-        "id", "page_id", "promoted_at"
-    ):
-        if promoted_at is not None:  # the filter's promise; the type does not carry it
-            times, ids = timelines.setdefault(page_id, ([], []))
-            times.append(promoted_at)
-            ids.append(revision_id)
-    judged_by: dict[int, int] = {}
-    for figure in records:
-        if figure.page_id in timelines:
-            times, ids = timelines[figure.page_id]
-            judged_by[figure.pk] = ids[max(bisect.bisect_right(times, figure.created_at) - 1, 0)]
+    if older:
+        revisions = Revision.objects.filter(page_id__in={figure.page_id for figure in older}, promoted_at__isnull=False)
+        for revision_id, page_id, promoted_at in revisions.order_by("page_id", "promoted_at", "id").values_list(
+            "id", "page_id", "promoted_at"
+        ):
+            if promoted_at is not None:  # the filter's promise; the type does not carry it
+                times, ids = timelines.setdefault(page_id, ([], []))
+                times.append(promoted_at)
+                ids.append(revision_id)
+    for figure in older:
+        times, ids = timelines.get(figure.page_id, ([], []))
+        place = bisect.bisect_right(times, figure.created_at) - 1
+        if place >= 0:
+            judged_by[figure.pk] = ids[place]
     scopes: dict[int, tuple[str, str | None, int]] = {}
     for revision in Revision.objects.filter(pk__in=set(judged_by.values())):
         document = document_from_revision(revision)
         scopes[revision.pk] = (document.path, document.category, int(document.sensitivity))
     distinct = sorted(set(scopes.values()), key=str)
     readable = {scope for scope, best in zip(distinct, effective_permissions(principal, distinct), strict=True) if best}
-    return {figure.pk for figure in records if figure.pk not in judged_by or scopes[judged_by[figure.pk]] in readable}
+    return {figure_id for figure_id, revision_id in judged_by.items() if scopes.get(revision_id) in readable}
 
 
 def _file_name(name: str) -> str:

@@ -110,6 +110,7 @@ def figure_record(
             source=source,
             recorded_by=actor if isinstance(actor, Member) else None,
             is_live=not draft,
+            recorded_under_id=None if draft else page.current_revision_id,  # a draft's: at promotion
         )
         audit_record(
             actor=actor, action="figure.record", target_type="figure", target=key, metadata={"page": page_path}

@@ -329,6 +329,12 @@ class Figure(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # False while the value is a draft on a build branch: no reader sees it until promotion.
     is_live = models.BooleanField(default=True)
+    # The page's live revision when the value went live (its scope then: path, category,
+    # sensitivity): a reader's history of the figure holds only the values recorded where
+    # they could read. Kept through a move. Empty for values recorded before it was kept.
+    recorded_under = models.ForeignKey(
+        "corpus.Revision", on_delete=models.SET_NULL, related_name="+", null=True, blank=True
+    )
 
     objects = FigureQuerySet.as_manager()
 

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from brain import embeddings
@@ -473,10 +474,14 @@ def figures_follow_move(*, actor: Principal, from_path: str, to_path: str) -> in
 
 def drafts_publish(*, actor: Principal, source_ids: list[int], figure_ids: list[int]) -> None:
     """Make draft captures and figure values live. Only ``builds.services.build_promote`` calls this,
-    after its blockers confirmed ``actor`` may approve each of them."""
+    after its blockers confirmed ``actor`` may approve each of them — and after the build's page
+    revisions went live: a value is recorded under its page's revision as it goes live."""
+    live_revision = Page.objects.filter(pk=OuterRef("page_id")).values("current_revision_id")[:1]
     with transaction.atomic():
         Source.objects.filter(pk__in=source_ids, is_live=False).update(is_live=True, updated_at=timezone.now())
-        Figure.objects.filter(pk__in=figure_ids, is_live=False).update(is_live=True)
+        Figure.objects.filter(pk__in=figure_ids, is_live=False).update(
+            is_live=True, recorded_under_id=Subquery(live_revision)
+        )
         if source_ids or figure_ids:
             audit_record(
                 actor=actor, action="drafts.publish", target_type="corpus",

@@ -189,3 +189,68 @@ class BranchDraftsTests(BranchChangeTests):
         assert build_promotion_blockers(build=build, approver=self.victor) == [
             f"capture:{key}: you do not hold approve on this capture"
         ]
+
+
+class FigureScopeTests(BrainTestCase):
+    """A figure's history in the export holds only values recorded where the reader could read."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        super().setUpTestData()
+        cls.victor = member_create(actor=SYSTEM, username="victor")
+        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
+        publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\n## Plans\n\nTeam plan.\n")
+
+    move = BranchChangeTests.move
+
+    def history(self, member: object, path: str, key: str) -> list[str]:
+        import yaml
+
+        from corpus.export import corpus_files, zip_stream
+        from tests.corpus.test_export import unzip
+
+        files = unzip(b"".join(zip_stream(corpus_files(member))))  # type: ignore[arg-type]
+        return [entry["value"] for entry in yaml.safe_load(files["figures.yml"])[path][key]["history"]]
+
+    def test_a_value_recorded_at_a_path_the_reader_cannot_read_stays_hidden_after_a_move(self) -> None:
+        import datetime as dt
+
+        from corpus.figures import figure_record
+
+        hidden, open_path = "board/margins.md", "topics/pricing/margins.md"
+        for path, permission in (("board/", "suggest"), ("board/", "approve")):
+            grant_issue(actor=SYSTEM, member=self.alice if permission == "suggest" else self.victor, path=path,
+                        permission=permission)  # fmt: skip
+        grant_issue(actor=SYSTEM, member=self.alice, path="board/", permission="read")
+        publish(hidden, title="Margins")
+        figure_record(actor=SYSTEM, page_path=hidden, key="margin", value="31", as_of=dt.date(2026, 1, 1))
+        self.move(hidden, open_path)
+        figure_record(actor=SYSTEM, page_path=open_path, key="margin", value="28", as_of=dt.date(2026, 6, 1))
+        assert self.history(self.bob, open_path, "margin") == ["28"]  # bob never could read board/
+        assert self.history(self.alice, open_path, "margin") == ["31", "28"]
+
+    def test_a_value_drafted_in_the_build_that_restricted_its_page_is_judged_as_it_went_live(self) -> None:
+        import datetime as dt
+
+        from builds.services import build_record_figure, build_write_page
+        from tests.base import page_markdown
+
+        path = "topics/pricing/price-list.md"
+        for member in (self.alice, self.victor):  # they read (and may approve) it restricted
+            grant_issue(actor=SYSTEM, member=member, path=path, permission="approve")
+        build = build_open(actor=self.alice, title="Restrict and record")
+        build_write_page(
+            build=build,
+            path=path,
+            markdown=page_markdown(
+                title="Price list", category="pricing", sensitivity="restricted", body="# Price list\n\nClosed.\n"
+            ),
+        )
+        build_record_figure(build=build, page_path=path, key="floor", value="9", as_of=dt.date(2026, 2, 1))
+        build_promote(actor=self.victor, build=build_submit(actor=self.alice, build=build))
+        publish(path, title="Price list", body="# Price list\n\nOpen again.\n")  # reopened
+        from corpus.figures import figure_record
+
+        figure_record(actor=SYSTEM, page_path=path, key="floor", value="8", as_of=dt.date(2026, 3, 1))
+        assert self.history(self.bob, path, "floor") == ["8"]  # 9 went live while bob could not read it
+        assert self.history(self.alice, path, "floor") == ["9", "8"]
