@@ -185,7 +185,7 @@ def page_tree(*, principal: Principal | None, filters: dict[str, str | None], pr
             if any(facets[name] != value for name, value in active.items()):
                 continue
         directory, _, name = path.rpartition("/")
-        if directory != folder_path:  # the rows come by path: a folder's pages come together
+        if directory != folder_path:  # rows come by path, so a folder's pages mostly come together
             folder, folder_path = _folder_of(root, directory), directory
         folder.pages.append(PageEntry(path, name, title, type_, status, owner, as_of))
     _count(root)

@@ -169,7 +169,10 @@ class SlackTests(BrainTestCase):
         opened = self.client.get(sent.split("within 10 minutes: ")[1].removeprefix("https://brain.example.org"))
         page = opened.content.decode()
         # Whose account, in words a person recognises (escaped as any text).
-        named = "<strong>@mallory &lt;b&gt;</strong> (<code>U0MALLORY</code>) of the workspace <strong>acme</strong>"
+        named = (
+            "<code>U0MALLORY</code>, whose Slack name is <strong>@mallory &lt;b&gt;</strong>, "
+            "of the workspace <strong>acme</strong>"
+        )
         assert named in page
         assert "Link only if you typed" in page
         assert "replaces your current link to Slack user <code>U0ALICE</code>" in page
