@@ -15,7 +15,9 @@ from grants.services import grant_issue, member_create
 from tests.base import DISCOUNT_POLICY, BrainTestCase, publish
 
 
-class BranchChangeTests(BrainTestCase):
+class BranchTestCase(BrainTestCase):
+    """The personas, victor approving ``topics/``, the price list and the restricted policy."""
+
     @classmethod
     def setUpTestData(cls) -> None:
         super().setUpTestData()
@@ -24,6 +26,14 @@ class BranchChangeTests(BrainTestCase):
         publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\n## Plans\n\nTeam plan.\n")
         publish(DISCOUNT_POLICY, category="pricing", sensitivity="restricted")
 
+    def move(self, path: str, new_path: str) -> None:
+        """Alice moves the page; victor promotes the move."""
+        build = build_open(actor=self.alice, title=f"Move {path}")
+        build_move_page(build=build, path=path, new_path=new_path)
+        build_promote(actor=self.victor, build=build_submit(actor=self.alice, build=build))
+
+
+class BranchChangeTests(BranchTestCase):
     def test_delete_is_applied_by_promotion_and_keeps_history(self) -> None:
         build = build_open(actor=self.alice, title="Retire the price list")
         build_delete_page(build=build, path="topics/pricing/price-list.md")
@@ -51,11 +61,6 @@ class BranchChangeTests(BrainTestCase):
         assert "Team plan." in moved.body
         with pytest.raises(Page.DoesNotExist):
             page_read(principal=self.bob, path="topics/pricing/price-list.md")
-
-    def move(self, path: str, new_path: str) -> None:
-        build = build_open(actor=self.alice, title=f"Move {path}")
-        build_move_page(build=build, path=path, new_path=new_path)
-        build_promote(actor=self.victor, build=build_submit(actor=self.alice, build=build))
 
     def test_a_moved_page_keeps_its_history_and_not_a_later_pages_at_its_old_path(self) -> None:
         from builds.history import page_history
@@ -191,17 +196,8 @@ class BranchDraftsTests(BranchChangeTests):
         ]
 
 
-class FigureScopeTests(BrainTestCase):
+class FigureScopeTests(BranchTestCase):
     """A figure's history in the export holds only values recorded where the reader could read."""
-
-    @classmethod
-    def setUpTestData(cls) -> None:
-        super().setUpTestData()
-        cls.victor = member_create(actor=SYSTEM, username="victor")
-        grant_issue(actor=SYSTEM, member=cls.victor, path="topics/", permission="approve")
-        publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\n## Plans\n\nTeam plan.\n")
-
-    move = BranchChangeTests.move
 
     def history(self, member: object, path: str, key: str) -> list[str]:
         import yaml
