@@ -95,6 +95,7 @@ class PlainView(APIView):
 
 class RevisionOut(BaseModel):
     number: int = Field(description="Names the revision (a revert repeats a hash, never a number)")
+    path: str = Field(description="Where it was approved: the page's path, or an earlier one before a move")
     revision_sha256: str
     promoted_by: str
     promoted_at: str
@@ -109,8 +110,9 @@ class HistoryOut(BaseModel):
 
 
 class PageHistory(PlainView):
-    """Every promoted revision of a page you can read, newest first: who approved it, when, which
-    build carried it and the approval note (a build's title and note only when you may see it)."""
+    """Every promoted revision of a page you can read, newest first: who approved it, when, at
+    which path (a moved page's history includes its earlier paths'), which build carried it and
+    the approval note (a build's title and note only when you may see it)."""
 
     surface = "pages.read"
     operation_id = "page_history"
@@ -125,7 +127,8 @@ class PageHistory(PlainView):
         history = HistoryOut(
             path=page.path,
             revisions=[
-                RevisionOut(number=entry.number, revision_sha256=entry.revision.sha256, promoted_by=entry.promoted_by,
+                RevisionOut(number=entry.number, path=entry.revision.path, revision_sha256=entry.revision.sha256,
+                            promoted_by=entry.promoted_by,
                             promoted_at=entry.promoted_at.isoformat(), build_id=entry.build_id,
                             build_title=entry.build_title, note=entry.note)
                 for entry in entries

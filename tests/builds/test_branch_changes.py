@@ -78,6 +78,11 @@ class BranchChangeTests(BranchTestCase):
         assert across.status_code == 200
         assert "20 euros" in across.content.decode()
         assert f"at {old}, before a move" in across.content.decode()
+        from memory.tokens import api_token_issue
+
+        token = api_token_issue(actor=self.bob, name="history")[1]
+        listed = self.client.get(f"/api/v1/pages/{new}/history", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+        assert [revision["path"] for revision in listed["revisions"]] == [new, old, old]
         # The old path's row keeps every revision approved there (its history, as before a move
         # was followed): the new page's one and the moved page's two.
         assert len(page_history(principal=self.bob, path=old)[1]) == 3
