@@ -106,6 +106,14 @@ class _LocalWindows:
 _LOCAL = _LocalWindows()
 
 
+def hit_address(request: HttpRequest, rate_class: str) -> None:
+    """``hit`` for a caller known only by address (``brain.client_ip.client_network``: an IPv6
+    /64 is one address): what anyone may ask without a credential and costs work to answer."""
+    from brain.client_ip import client_network
+
+    hit(principal_key=f"ip:{client_network(request)}", rate_class=rate_class)
+
+
 def sign_in_limited(request: HttpRequest) -> HttpResponse | None:
     """The 429 answer when ``request`` is a sign-in attempt (a POST) over its address's cap
     (class ``signin``, ``brain.client_ip.client_network``); otherwise None, the attempt counted.
@@ -115,12 +123,10 @@ def sign_in_limited(request: HttpRequest) -> HttpResponse | None:
     an address: a stream of attempts under ever-new names was never paused and kept every
     web worker hashing.
     """
-    from brain.client_ip import client_network
-
     if request.method != "POST":
         return None
     try:
-        hit(principal_key=f"ip:{client_network(request)}", rate_class="signin")
+        hit_address(request, "signin")
     except RateLimited as limited:
         message = "Too many sign-in attempts from your address; try again in {seconds} seconds."
         return throttled(request, limited, message)

@@ -30,9 +30,8 @@ from oauth2_provider.views.dynamic_client_registration import (
 from oauthlib.common import urldecode
 
 from brain.callers import MCP_SCOPES
-from brain.client_ip import client_network
 from brain.inputs import InputRefused, parse_json
-from brain.ratelimit import RateLimited, hit
+from brain.ratelimit import RateLimited, hit_address
 from brain.text.secrets import NulRefused, SecretRefused, refuse
 from grants.audit import audit_record
 from grants.decorators import member_required
@@ -45,6 +44,18 @@ from oauth.validators import pkce_challenge_refusal, resource_refusal
 
 REGISTRABLE_GRANT_TYPES = {"authorization_code", "refresh_token"}
 Application = get_application_model()
+
+
+def _over_address_limit(request: HttpRequest, rate_class: str, description: str) -> JsonResponse | None:
+    """Count ``request`` in its address's ``rate_class`` window; over it, the OAuth-shaped 429
+    (``Retry-After``, never cached), else None."""
+    try:
+        hit_address(request, rate_class)
+    except RateLimited as limited:
+        body = {"error": "rate_limited", "error_description": description}
+        headers = {"Retry-After": str(limited.retry_after), "Cache-Control": "no-store"}
+        return JsonResponse(body, status=429, headers=headers)
+    return None
 
 
 class BrainTokenView(TokenView):
@@ -63,12 +74,9 @@ class BrainTokenView(TokenView):
     """
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        try:
-            hit(principal_key=f"ip:{client_network(request)}", rate_class="token")
-        except RateLimited as limited:
-            body = {"error": "rate_limited", "error_description": "Too many token requests; try again shortly."}
-            headers = {"Retry-After": str(limited.retry_after), "Cache-Control": "no-store"}
-            return JsonResponse(body, status=429, headers=headers)
+        refused = _over_address_limit(request, "token", "Too many token requests; try again shortly.")
+        if refused is not None:
+            return refused
         grants = request.POST.getlist("grant_type")
         if len(grants) != 1 or grants[0] not in REGISTRABLE_GRANT_TYPES:
             offered = "authorization_code and refresh_token"
@@ -293,15 +301,9 @@ class RegistrationView(DynamicClientRegistrationView):
     """RFC 7591 registration for MCP clients: authorization code (+ refresh) only."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            hit(principal_key=f"ip:{client_network(request)}", rate_class="register")
-        except RateLimited as limited:
-            throttled = JsonResponse(
-                {"error": "rate_limited", "error_description": "Too many registrations; try again shortly."},
-                status=429,
-            )
-            throttled["Retry-After"] = str(limited.retry_after)
-            return throttled
+        refused = _over_address_limit(request, "register", "Too many registrations; try again shortly.")
+        if refused is not None:
+            return refused
         metadata = _metadata_body(request)
         if isinstance(metadata, JsonResponse):
             return metadata
