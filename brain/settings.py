@@ -248,6 +248,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "answers-sweep": {"task": "answers.sweep", "schedule": 60.0},
     # Memory verdict jobs (memory.settle) whose worker died or whose message was lost.
     "memory-verdicts-sweep": {"task": "memory.verdicts_sweep", "schedule": 60.0},
+    # Background vault and Notion imports whose worker died or whose message was lost.
+    "memory-vault-imports-sweep": {"task": "memory.vault_imports_sweep", "schedule": 60.0},
     "slack-sweep": {"task": "integrations.slack_sweep", "schedule": 60.0},
     # Expired OAuth tokens and authorization codes (django-oauth-toolkit's cleartokens).
     "oauth-clear-expired": {"task": "oauth.clear_expired", "schedule": 24 * 60 * 60.0},
@@ -477,6 +479,9 @@ BRAIN_MEMORY_EXACT_LIMIT = env_int("BRAIN_MEMORY_EXACT_LIMIT", 50_000, minimum=0
 # it after commit (memory.verdicts); 0 keeps them flagged only. Memory text (masked) goes
 # to the model.
 BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
+# A vault or Notion import of more notes than this runs in a worker (memory/vault_jobs.py),
+# its progress on a page of its own; smaller ones answer in the request (~65 ms a note here).
+BRAIN_IMPORT_BACKGROUND_NOTES = env_int("BRAIN_IMPORT_BACKGROUND_NOTES", 200, minimum=0)
 # Slack's Web API, for direct messages (weekly insights); another URL only for a test's fake server.
 BRAIN_SLACK_API_URL = env_url("BRAIN_SLACK_API_URL", schemes=("http", "https")) or "https://slack.com/api/"
 # Mail capture (memory/inbound_mail.py): members forward mail to memory+<token>@<domain>; the

@@ -421,3 +421,70 @@ class MemoryVerdictJob(LeasedJob):
 
     def __str__(self) -> str:
         return f"verdict job {self.pk} ({self.state})"
+
+
+class VaultImport(LeasedJob):
+    """An Obsidian or Notion import too large to run inside a web request (``memory.vault_jobs``).
+
+    The uploaded zip waits here (Postgres is the only state) until a worker takes the row's
+    lease and runs the import — all or nothing, as in a request — writing how far it got
+    (``notes_done`` of ``notes_total``) on a second connection while its transaction is
+    open. The finished row keeps the report (or every problem that refused the import) and
+    drops the zip. The row belongs to its member: nobody else reads it, administrators
+    included (a not-permitted import is a missing one).
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        REFUSED = "refused"  # a note or entry failed the checks: nothing was imported
+        FAILED = "failed"  # the import could not finish (killed, over its time): nothing was imported
+
+    class Kind(models.TextChoices):
+        OBSIDIAN = "obsidian"
+        NOTION = "notion"
+
+    UNFINISHED = (State.QUEUED, State.RUNNING)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    vault = models.CharField(max_length=64, blank=True, default="")  # Obsidian only; "" = the zipped folder's name
+    workspace = models.CharField(max_length=16, choices=Workspace.choices, null=True, blank=True)
+    archive = models.BinaryField(editable=False)  # the upload; emptied when the import finishes
+    archive_bytes = models.PositiveBigIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    notes_total = models.PositiveIntegerField(default=0)  # an estimate until the notes are read
+    notes_done = models.PositiveIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)  # ImportReport.as_dict() when done
+    problems = models.JSONField(default=list, blank=True)  # every problem, when refused
+    error = models.CharField(max_length=300, blank=True, default="")  # why it failed
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=["queued", "running", "done", "refused", "failed"]),
+                name="memory_vault_import_state",
+            ),
+            # One import at a time per member: a second would queue behind the first and
+            # race it over the same origins.
+            models.UniqueConstraint(
+                fields=["member"], condition=Q(state__in=["queued", "running"]), name="memory_vault_import_one_open"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["member", "-created_at"], name="memory_vault_import_member"),
+            models.Index(fields=["state", "lease_expires_at"], name="memory_vault_import_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} import {self.pk} ({self.state})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state not in self.UNFINISHED

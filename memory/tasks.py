@@ -79,3 +79,31 @@ def memory_calendars_refresh_task() -> None:
     refreshed = calendar_refresh_due()
     if refreshed:
         logger.info("calendar subscriptions refreshed: %d", refreshed)
+
+
+@shared_task(
+    name="memory.vault_import",
+    ignore_result=True,
+    acks_late=True,
+    soft_time_limit=30 * 60,
+    time_limit=30 * 60 + 60,
+)
+def memory_vault_import_task(job_id: str) -> None:
+    """Run background import ``job_id`` (``memory.vault_jobs``): a vault or Notion export too
+    large for the web request, all or nothing, its progress on its row."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from memory.vault_jobs import vault_import_run
+
+    outcome = vault_import_run(job_id, timed_out=(SoftTimeLimitExceeded,))
+    logger.info("memory vault import %s: %s", job_id, outcome)
+
+
+@shared_task(name="memory.vault_imports_sweep", ignore_result=True)
+def memory_vault_imports_sweep_task() -> None:
+    """Every minute: send again the imports whose worker died or whose message was lost."""
+    from memory.vault_jobs import vault_imports_sweep
+
+    count = vault_imports_sweep()
+    if count:
+        logger.info("memory vault import sweep re-enqueued %d import(s)", count)

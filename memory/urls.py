@@ -25,6 +25,7 @@ urlpatterns = [
     path("memory/calendars/", calendar_views.calendars, name="calendars"),
     path("memory/settings/", settings_views.memory_settings, name="settings"),
     path("memory/import/", vault_views.import_page, name="import"),
+    path("memory/import/<str:job_id>/", vault_views.import_job_page, name="import-job"),
     path("memory/export/obsidian", vault_views.export_obsidian, name="export-obsidian"),
     path("memory/<uuid:memory_id>/", views.detail, name="detail"),
     path("memory/<uuid:memory_id>/<str:action>", views.act, name="act"),
@@ -46,6 +47,7 @@ urlpatterns = [
     path("api/memory/import", api.import_lines, name="api-import"),
     path("api/memory/import/obsidian", vault_api.import_obsidian, name="api-import-obsidian"),
     path("api/memory/import/notion", vault_api.import_notion, name="api-import-notion"),
+    path("api/memory/imports/<str:job_id>", vault_api.import_status, name="api-import-job"),
     path("api/memory/export/obsidian", vault_api.export_obsidian, name="api-export-obsidian"),
     path("api/memory/calendar/import", calendar_views.api_import, name="api-calendar-import"),
 ]

@@ -1,41 +1,41 @@
 """The import page (``/memory/import/``): upload an Obsidian vault zip or a Notion export zip and
-read the report; and the Obsidian export download for the signed-in member."""
+read the report; a large import's own page (``/memory/import/<id>/``), following it while a
+worker runs it; and the Obsidian export download for the signed-in member."""
 
 from __future__ import annotations
 
 from typing import IO, Any, cast
 
-from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
-from django.shortcuts import render
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
 
 from brain.ratelimit import RateLimited, throttled
 from grants.decorators import limited_view
 from grants.models import Member
-from memory.classify import MemoryInvalid
+from memory.models import VaultImport
 from memory.vault_api import EXPORT_NAME, OVER_WINDOW, import_charge
-from memory.vaults import ImportRefused, ImportReport, notion_import, obsidian_export, obsidian_import
-from memory.vaults.obsidian import vault_files_from_zip
+from memory.vault_jobs import (
+    ImportBusy,
+    run_import,
+    runs_in_background,
+    vault_import_get,
+    vault_import_queue,
+    vault_imports_recent,
+)
+from memory.vaults import ImportRefused, ImportReport, obsidian_export
 from memory.views import member_view
-
-
-def _run(member: Member, kind: str, archive: IO[bytes], vault: str, workspace: str | None) -> ImportReport:
-    charge = import_charge(member)
-    if kind == "obsidian":
-        files, folder = vault_files_from_zip(archive)
-        return obsidian_import(
-            actor=member, files=files, vault=vault or folder or "vault", workspace=workspace, charge=charge
-        )
-    if kind == "notion":
-        return notion_import(actor=member, zip_bytes=archive, workspace=workspace, charge=charge)
-    raise MemoryInvalid("choose what the zip is: an Obsidian vault or a Notion export")
 
 
 @require_http_methods(["GET", "POST"])
 @limited_view("upload")
 @member_view
 def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
-    """GET: the two upload forms and the export link. POST: import one zip and show its report.
+    """GET: the two upload forms, the member's latest background imports and the export link.
+    POST: import one zip and show its report — or, past ``BRAIN_IMPORT_BACKGROUND_NOTES``
+    notes, hand it to a worker and go to its page.
 
     A refused import lists every problem and stores nothing (400); other refusals (a bad
     vault name or layer) come back as a message, as everywhere on the dashboard.
@@ -46,19 +46,51 @@ def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
         upload = request.FILES.get("archive")
         if upload is None:
             context["problems"] = ["attach a .zip file"]
+            context.update(
+                imports=vault_imports_recent(member), background_notes=settings.BRAIN_IMPORT_BACKGROUND_NOTES
+            )
             return render(request, "memory/import.html", context, status=400)
+        # Read from where Django spooled the upload (a temporary file past 2.5 MB).
+        archive = cast(IO[bytes], upload)
+        vault, workspace = request.POST.get("vault", "").strip(), request.POST.get("workspace") or None
         try:
-            # Read from where Django spooled the upload (a temporary file past 2.5 MB).
-            context["report"] = _run(
-                member, context["kind"], cast(IO[bytes], upload), request.POST.get("vault", "").strip(),
-                request.POST.get("workspace") or None,
+            if runs_in_background(context["kind"], archive, upload.size or 0):
+                job = vault_import_queue(
+                    actor=member, kind=context["kind"], archive=archive.read(), vault=vault, workspace=workspace,
+                    charge=import_charge(member),
+                )  # fmt: skip
+                return redirect("memory:import-job", job.pk)
+            context["report"] = run_import(
+                actor=member, kind=context["kind"], archive=archive, vault=vault, workspace=workspace,
+                charge=import_charge(member),
             )  # fmt: skip
         except ImportRefused as refused:
             context["problems"] = refused.problems
             status = 400
+        except ImportBusy as busy:
+            context["problems"] = [str(busy)]
+            status = 409
         except RateLimited as limited:
             return throttled(request, limited, OVER_WINDOW)
+    context["imports"] = vault_imports_recent(member)
+    context["background_notes"] = settings.BRAIN_IMPORT_BACKGROUND_NOTES
     return render(request, "memory/import.html", context, status=status)
+
+
+@require_GET
+@vary_on_headers("HX-Request")  # page or fragment by this header: Back must not show the fragment alone
+@member_view
+def import_job_page(request: HttpRequest, member: Member, job_id: str) -> HttpResponseBase:
+    """One background import of the member's: how far it got, then its report or its problems.
+    Anyone else's import is a 404, as a missing one is."""
+    try:
+        job = vault_import_get(member, job_id)
+    except VaultImport.DoesNotExist:
+        raise Http404 from None
+    report = ImportReport.from_dict(job.report) if job.state == VaultImport.State.DONE and job.report else None
+    context = {"job": job, "report": report}
+    template = "memory/_import_job.html" if request.headers.get("HX-Request") else "memory/import_job.html"
+    return render(request, template, context)
 
 
 @require_GET

@@ -39,6 +39,8 @@ from memory.services import (
 
 # Told how many notes an import is about to store (see ``store_plan``).
 Charge = Callable[[int], None]
+# Told, after each note is stored, how many of how many are (see ``store_plan``).
+Progress = Callable[[int, int], None]
 MAX_NOTES = 5_000
 MAX_ORIGIN = 300  # Memory.origin's length
 MAX_PATH = 1_000
@@ -137,6 +139,22 @@ class ImportReport:
     def outcomes(self) -> dict[str, int]:
         return dict(Counter(result.outcome for result in self.notes))
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ImportReport:
+        """The report ``as_dict`` wrote (a background import keeps its report as JSON)."""
+        links = data.get("links", {})
+        return cls(
+            source=data.get("source", ""),
+            notes=[NoteResult(n["path"], n["outcome"], n["id"]) for n in data.get("notes", [])],
+            skipped=[Skipped(s["path"], s["reason"]) for s in data.get("skipped", [])],
+            other_files=data.get("other_files", 0),
+            ignored_fields=Counter(data.get("ignored_fields", {})),
+            links_created=links.get("created", 0),
+            links_existing=links.get("existing", 0),
+            links_missing=links.get("missing", 0),
+            links_skipped=links.get("skipped", 0),
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
@@ -206,26 +224,33 @@ def store_plan(
     workspace: str | None,
     report: ImportReport,
     charge: Charge | None = None,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Store every planned note, then draw their links; one transaction, all or nothing.
 
     ``charge`` is told how many notes are about to be stored (each is embedded) once they
     all passed the checks and before anything is written; it may refuse by raising (a rate
-    limit). A failure while storing is an ``ImportRefused`` naming the note, and nothing of
-    this import stays.
+    limit). ``progress`` is told ``(stored, of)`` before the first note and after each one
+    (a background import reports it; raising stops the import, and nothing of it stays). A
+    failure while storing is an ``ImportRefused`` naming the note, and nothing of this
+    import stays.
     """
     layer = workspace_value(workspace)
     if charge is not None and notes:
         charge(len(notes))
     with transaction.atomic():
         stored: dict[str, Memory] = {}
-        for note in notes:
+        if progress is not None:
+            progress(0, len(notes))
+        for done, note in enumerate(notes, start=1):
             try:
                 outcome, memory = _store_one(actor, note, source, layer)
             except (DomainError, PermissionDenied, Memory.DoesNotExist) as failed:
                 raise ImportRefused([f"{note.label}: {failed}"]) from None
             stored[note.key] = memory
             report.notes.append(NoteResult(note.label, outcome, str(memory.pk)))
+            if progress is not None:
+                progress(done, len(notes))
         _link_all(actor, notes, stored, report)
     return report
 

@@ -47,6 +47,7 @@ from memory.vaults.common import (
     ImportRefused,
     ImportReport,
     PlannedNote,
+    Progress,
     Skipped,
     check_plan,
     store_plan,
@@ -265,10 +266,15 @@ def table_rows(table: Table, raw: bytes, own: set[str], report: ImportReport) ->
 
 
 def notion_import(
-    *, actor: Member, zip_bytes: bytes | IO[bytes], workspace: str | None = None, charge: Charge | None = None
+    *,
+    actor: Member,
+    zip_bytes: bytes | IO[bytes],
+    workspace: str | None = None,
+    charge: Charge | None = None,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Import a Notion "Markdown & CSV" export zip; all or nothing (see the module docstring).
-    ``charge``: see ``memory.vaults.common.store_plan``.
+    ``charge``, ``progress``: see ``memory.vaults.common.store_plan``.
 
     Raises ``ImportRefused`` naming every unsafe entry, unreadable page or table, and every
     page or row the capture path would refuse (a secret, a NUL, bad tags), before storing.
@@ -309,7 +315,9 @@ def notion_import(
             break  # refused below: the tables left would only cost time (a 226 KB zip took 16 s)
     _refuse_repeated_pages(planned, problems)
     check_plan(planned, problems)
-    return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge)
+    return store_plan(
+        actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge, progress=progress
+    )
 
 
 def _path_origin(path: str) -> str:

@@ -48,6 +48,7 @@ from memory.vaults.common import (
     ImportRefused,
     ImportReport,
     PlannedNote,
+    Progress,
     Skipped,
     check_plan,
     path_problem,
@@ -68,7 +69,7 @@ LINKS_MARKER = "<!-- brain:links -->"
 EXPORT_ONLY_KEYS = frozenset({"layer", "created", "source", "origin"})
 MAPPED_KEYS = frozenset({"tags", "tag", "status", "kind", "occurred", "date", "title", "aliases", "alias", "brain_id"})
 
-_VAULT_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
+VAULT_NAME = re.compile(r"^[\w][\w .-]{0,63}$")
 _WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _EXPORT_LINK = re.compile(r"^- ([a-z_]+) \[\[([^\[\]\n]+?)\]\]\s*$")
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})")
@@ -356,7 +357,13 @@ def _shortest(paths: list[str]) -> str | None:
 
 
 def obsidian_import(
-    *, actor: Member, files: Mapping[str, bytes], vault: str, workspace: str | None = None, charge: Charge | None = None
+    *,
+    actor: Member,
+    files: Mapping[str, bytes],
+    vault: str,
+    workspace: str | None = None,
+    charge: Charge | None = None,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Import a vault given as ``{vault-relative POSIX path: bytes}``; all or nothing.
 
@@ -365,11 +372,11 @@ def obsidian_import(
     length); any problem refuses the whole import (``ImportRefused`` lists them all) before a
     memory is written. A note over the content limit (20,000 characters) is skipped and
     reported. Then every note is stored (``memory_capture_from``) and the links are drawn, in
-    one transaction. At most 5,000 notes and 50 MB of notes. ``charge``: see ``store_plan``.
+    one transaction. At most 5,000 notes and 50 MB of notes. ``charge``, ``progress``: see ``store_plan``.
     """
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
-    if not isinstance(vault, str) or not _VAULT_NAME.match(vault):
+    if not isinstance(vault, str) or not VAULT_NAME.match(vault):
         raise MemoryInvalid(
             'vault must be 1 to 64 letters, digits, spaces, "-", "_" or "." (it names the vault in every origin)'
         )
@@ -390,7 +397,9 @@ def obsidian_import(
             problems.append(f"{path}: {invalid}")
     planned = _plan(actor, vault, notes, report)
     check_plan(planned, problems)
-    return store_plan(actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge)
+    return store_plan(
+        actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge, progress=progress
+    )
 
 
 def _plan(actor: Member, vault: str, notes: list[Note], report: ImportReport) -> list[PlannedNote]:
