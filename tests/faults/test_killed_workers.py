@@ -1,5 +1,5 @@
-"""A worker SIGKILLed mid-job costs one sweep: the extraction, the answer and the memory
-verdict each complete exactly once afterwards.
+"""A worker SIGKILLed mid-job costs one sweep: the extraction, the answer, the memory
+verdict and a large vault import each complete exactly once afterwards.
 
 Each test runs a real Celery worker on a private queue, holds the job at its model call (a
 fake server across the network), kills the worker's process group, lets the lease run out
@@ -10,10 +10,12 @@ fresh worker finish. (Builds: ``tests/builds/test_driver.py``.)
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from typing import Any
 
 from django.test import TransactionTestCase
@@ -26,8 +28,9 @@ from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from ingest.models import Extraction
 from ingest.services import document_ingest, extractions_sweep
-from memory.models import LinkType, Memory, MemoryEvent, MemoryLink, MemoryVerdictJob, Status
+from memory.models import LinkType, Memory, MemoryEvent, MemoryLink, MemoryVerdictJob, Status, VaultImport
 from memory.services import memory_remember
+from memory.vault_jobs import vault_import_queue, vault_imports_sweep
 from memory.verdict_jobs import verdict_jobs_sweep
 from tests.base import publish
 from tests.faults.servers import HoldingServer, chat, embeddings_env, embeddings_reply, llm_env, llm_settings
@@ -156,3 +159,42 @@ class KilledWorkerTests(KilledWorkerTestCase):
         assert deprecations.count() == 1
         assert Memory.objects.count() == 2
         assert len(model.requests) == 2
+
+    def test_a_killed_vault_import_is_imported_once(self) -> None:
+        notes = [
+            "The ferns in the meeting room want water every Tuesday.",
+            "Invoices above five thousand euros need the finance lead's signature.",
+            "The staging database is rebuilt from production every Sunday night.",
+            "New starters get their laptop from the front desk on day one.",
+        ]
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for number, text in enumerate(notes):
+                archive.writestr(f"Garden/note-{number}.md", text)
+        holding = HoldingServer(embeddings_reply, hold={3})  # the third note's vector waits
+        finishing = HoldingServer(embeddings_reply)
+        for server in (holding, finishing):
+            self.addCleanup(server.close)
+        worker = self.start(**embeddings_env(holding))
+        job = vault_import_queue(
+            actor=self.alice, kind="obsidian", archive=buffer.getvalue(), charge=lambda notes: None
+        )
+        wait_for(holding.held.is_set, STARTUP, "the import to embed its third note")
+        running = VaultImport.objects.get(pk=job.pk)
+        assert (running.state, running.notes_total) == ("running", 4)
+        assert not Memory.objects.filter(author=self.alice).exists()  # two stored, none visible
+
+        kill(worker)  # mid-transaction: its two notes are rolled back
+        holding.release()
+        VaultImport.objects.filter(pk=job.pk).update(lease_expires_at=past())
+        assert vault_imports_sweep() == 1
+        self.start(**embeddings_env(finishing))
+        wait_for(lambda: VaultImport.objects.get(pk=job.pk).state == "done", STARTUP, "the import")
+
+        job.refresh_from_db()
+        assert job.attempts == 2
+        assert job.report["outcomes"] == {"stored": 4}
+        assert sorted(Memory.objects.filter(author=self.alice).values_list("origin", flat=True)) == [
+            f"obsidian:Garden/note-{number}.md" for number in range(4)
+        ]
+        assert len(finishing.requests) == 4  # the second worker embedded every note once
