@@ -484,6 +484,12 @@ BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
 BRAIN_IMPORT_BACKGROUND_NOTES = env_int("BRAIN_IMPORT_BACKGROUND_NOTES", 200, minimum=0)
 # Slack's Web API, for direct messages (weekly insights); another URL only for a test's fake server.
 BRAIN_SLACK_API_URL = env_url("BRAIN_SLACK_API_URL", schemes=("http", "https")) or "https://slack.com/api/"
+# Where a slash command's answer may be posted (its response_url must start so): Slack's hooks;
+# another URL only for a test's fake server. Anything else is refused (a signed request must
+# not make Brain post a member's answer wherever it says).
+BRAIN_SLACK_RESPONSE_URL_PREFIX = (
+    env_url("BRAIN_SLACK_RESPONSE_URL_PREFIX", schemes=("http", "https")) or "https://hooks.slack.com/"
+)
 # Mail capture (memory/inbound_mail.py): members forward mail to memory+<token>@<domain>; the
 # receiver (`manage.py brain_inbound_mail`, the Procfile's `mail`) listens on loopback unless
 # told otherwise — in production it sits behind the organisation's MX (docs/operations.md).

@@ -16,6 +16,7 @@ import re
 import secrets
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
@@ -81,6 +82,36 @@ def _page_url(path: str) -> str:
 
 
 _SIGNATURE_FORM = re.compile(r"v0=[0-9a-f]{64}")
+# Slack's user ids ("U024BE7LH", "W0123…"): letters and digits, and they fit SlackLink's column.
+_SLACK_USER = re.compile(r"[A-Z0-9]{1,32}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_RESPONSE_URL = 1000  # SlackDelivery.response_url
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """A name Slack sent (user name, workspace), as stored and shown: one line, no control characters."""
+    return " ".join(_CONTROL.sub(" ", value).split())[:limit]
+
+
+def _response_url_problem(url: str) -> str | None:
+    """Why ``url`` is not a Slack response URL we may post an answer to, or None.
+
+    The answer (what the member may read) is posted there later, from a worker: a URL other
+    than Slack's (``BRAIN_SLACK_RESPONSE_URL_PREFIX``) would make Brain post a member's
+    answer, from inside the network, wherever a signed request said.
+    """
+    if not url or len(url) > MAX_RESPONSE_URL or _CONTROL.search(url) or "\\" in url:
+        return "The request carries no usable response_url."
+    allowed = urlsplit(settings.BRAIN_SLACK_RESPONSE_URL_PREFIX)
+    try:
+        given = urlsplit(url)
+        same_server = (given.scheme, given.hostname, given.port) == (allowed.scheme, allowed.hostname, allowed.port)
+    except ValueError:  # a port that is not a number
+        same_server = False
+    # Compared by parts, not as text: "https://hooks.slack.com.evil/" and "…@evil/" are other servers.
+    if not same_server or given.username or not given.path.startswith(allowed.path):
+        return "The request's response_url is not Slack's."
+    return None
 
 
 def slack_text(text: str) -> str:
@@ -114,6 +145,9 @@ def commands(request: HttpRequest) -> HttpResponse:
     form = QueryDict(request.body.decode("utf-8", errors="replace"))
     text = " ".join(form.get("text", "").split())
     slack_user = form.get("user_id", "")
+    if not _SLACK_USER.fullmatch(slack_user):
+        # Slack always sends one; anything else (too long for the column, a NUL) is not Slack.
+        return json_error("invalid", "The request names no Slack user (user_id).", 400)
     if text in ("", "help"):
         return _ephemeral(HELP)
     if text == "link":
@@ -124,8 +158,8 @@ def commands(request: HttpRequest) -> HttpResponse:
         code = secrets.token_urlsafe(24)
         SlackLink.objects.create(
             code_hash=hashlib.sha256(code.encode()).hexdigest(), slack_user_id=slack_user,
-            slack_user_name=" ".join(form.get("user_name", "").split())[:80],
-            slack_team=" ".join((form.get("team_domain", "") or form.get("team_id", "")).split())[:80],
+            slack_user_name=_shown(form.get("user_name", "")),
+            slack_team=_shown(form.get("team_domain", "") or form.get("team_id", "")),
             expires_at=timezone.now() + LINK_LIFETIME,
         )  # fmt: skip
         url = settings.BRAIN_BASE_URL + reverse("integrations:slack-link", kwargs={"code": code})
@@ -146,10 +180,14 @@ def commands(request: HttpRequest) -> HttpResponse:
         lines = [f"• <{_page_url(r.path)}|{slack_text(r.title)}> — {slack_text(r.heading_path or r.path)}"
                  for r in results]  # fmt: skip
         return _ephemeral("\n".join(lines))
+    response_url = form.get("response_url", "")
+    problem = _response_url_problem(response_url)
+    if problem is not None:
+        return json_error("invalid", problem, 400)
     try:
         with transaction.atomic():
             question = question_ask(actor=member, text=text, enqueue=False)
-            delivery = SlackDelivery.objects.create(question=question, response_url=form.get("response_url", ""))
+            delivery = SlackDelivery.objects.create(question=question, response_url=response_url)
             enqueue_on_commit("integrations.slack_answer", delivery.pk)
     except (ValidationError, ValueError) as exc:
         return _ephemeral(

@@ -73,21 +73,28 @@ class SlackTests(BrainTestCase):
         Member.objects.filter(pk=self.bob.pk).update(slack_user_id="U0BOB")
 
     def post(
-        self, text: str, user: str = "U0BOB", age: int = 0, secret: str = SIGNING, response_url: str = "", **fields: str
+        self,
+        text: str,
+        user: str = "U0BOB",
+        age: int = 0,
+        secret: str = SIGNING,
+        response_url: str = "",
+        content_type: str = "application/x-www-form-urlencoded",
+        **fields: str,
     ) -> Any:
         body = urlencode(
             {
                 "command": "/brain",
                 "text": text,
                 "user_id": user,
-                "response_url": response_url or "https://hooks.slack.invalid/x",
+                "response_url": response_url or "https://hooks.slack.com/commands/T0/1/x",
                 **fields,
             }
         )
         stamp = str(int(time.time()) - age)
         signature = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
         return self.client.post(
-            "/integrations/slack/commands", data=body, content_type="application/x-www-form-urlencoded",
+            "/integrations/slack/commands", data=body, content_type=content_type,
             HTTP_X_SLACK_REQUEST_TIMESTAMP=stamp, HTTP_X_SLACK_SIGNATURE=signature,
         )  # fmt: skip
 
@@ -139,7 +146,8 @@ class SlackTests(BrainTestCase):
                 self.captureOnCommitCallbacks(execute=True),
             ):
                 started = time.monotonic()
-                ack = self.post("How much does the Team plan cost per seat?", response_url=slack.url)
+                with override_settings(BRAIN_SLACK_RESPONSE_URL_PREFIX=slack.url):
+                    ack = self.post("How much does the Team plan cost per seat?", response_url=slack.url)
                 assert time.monotonic() - started < 3
             assert ack.json() == {"response_type": "ephemeral", "text": "Looking into it… the answer will appear here."}
             delivery = SlackDelivery.objects.get()
@@ -151,6 +159,41 @@ class SlackTests(BrainTestCase):
         assert "20 euros per seat" in slack.posts[0]["text"]
         assert "https://brain.example.org/pages/topics/pricing/price-list.md" in slack.posts[0]["text"]
         assert Question.objects.get().asker_id == self.bob.pk
+
+    def test_a_signed_request_with_odd_fields_is_refused_by_name_never_a_500(self) -> None:
+        """Only Slack or a holder of the signing secret can send these, but a 500 (a value too
+        long for its column, a NUL) and an answer posted wherever response_url says are ours."""
+        with mock.patch.object(tasks.slack_answer_task, "delay") as delay, self.captureOnCommitCallbacks(execute=True):
+            for user in ("U" * 40, "", "u0bob", "U0BOB\n"):
+                refused = self.post("link", user=user)
+                assert refused.status_code == 400, user
+                assert "user_id" in refused.json()["error"]["message"]
+            assert self.post("link", user="U0\x00X").status_code == 400  # the form's NUL, refused before the view
+            # The view reads the body as a form whatever its type: the middleware's form check does not run.
+            plain = self.post("link", user="U0\x00X", content_type="text/plain")
+            assert plain.status_code == 400
+            assert "user_id" in plain.json()["error"]["message"]
+            asked = self.post("Team plan?", response_url="https://hooks.slack.com/\x00", content_type="text/plain")
+            assert asked.status_code == 400
+            assert "response_url" in asked.json()["error"]["message"]
+            for url in (
+                "http://169.254.169.254/latest/meta-data", "not a url", "https://hooks.slack.com.evil.example/x",
+                "https://hooks.slack.com@evil.example/x", "https://evil.example/?https://hooks.slack.com/",
+                "http://hooks.slack.com/commands/x", "https://hooks.slack.com:99999/x",
+                "https://hooks.slack.com/" + "x" * 1000,
+            ):  # fmt: skip
+                refused = self.post("How much does the Team plan cost?", response_url=url)
+                assert refused.status_code == 400, url
+                assert "response_url" in refused.json()["error"]["message"]
+            # A NUL in a name Slack sends is not stored; the rest of the name is.
+            linked = self.post(
+                "link", user="U0NEW", user_name="ca\x00rol\x1b[31m", team_domain="acme\x00", content_type="text/plain"
+            )
+            assert linked.status_code == 200
+        assert not SlackDelivery.objects.exists()
+        delay.assert_not_called()
+        row = SlackLink.objects.get(slack_user_id="U0NEW")
+        assert (row.slack_user_name, row.slack_team) == ("ca rol [31m", "acme")
 
     def test_an_unlinked_user_gets_instructions_and_can_link(self) -> None:
         answer = self.post("How much is the Team plan?", user="U0NOBODY")
