@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 from builds.services import build_credential_issue, build_open
 from corpus.frontmatter import PageInvalid, parse_page
+from grants.principals import SYSTEM
+from grants.services import grant_issue
 from mcp_api.tools import CATALOGUE
 from tests.base import BrainTestCase, ErrorRecords, page_markdown, publish
 
@@ -308,6 +310,31 @@ class HostileMcpTests(BrainTestCase):
             not_objects: list[Any] = [[], "x", 3, None, {"extra": "field"}]
             for arguments in not_objects:
                 self.call(tool.name, arguments)
+        assert self.errors.records == [], [r.getMessage() for r in self.errors.records]
+
+    def test_each_text_argument_past_its_column_beside_valid_others(self) -> None:
+        """Replaced one at a time, a field's hostile value never meets the service: the call
+        fails validation on the fields left out. So each tool gets a valid call, and each of
+        its text fields in turn is a 5,000-character value (longer than any column it lands in)
+        or holds a NUL: a refusal by name, never "internal error" (record_capture's title once
+        reached the insert)."""
+        valid: dict[str, Any] = {
+            "path": "topics/pricing/price-list.md", "new_path": "topics/pricing/moved.md",
+            "page_path": "topics/pricing/price-list.md", "target": "topics/pricing/price-list.md",
+            "markdown": page_markdown(title="Price list"), "key": "calls/finance", "kind": "note",
+            "title": "Finance call", "text": "Notes of the call.", "uri": "https://example.org/call",
+            "value": "12", "unit": "EUR", "as_of": "2026-01-01", "query": "price", "words": "price",
+            "prefix": "topics/", "category": "pricing", "sensitivity": "ordinary", "tag": "pricing",
+        }  # fmt: skip
+        # Every write reaches its service: captures need suggest on captures/.
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        for tool in self.build_tools():
+            properties = tool.input_model.model_json_schema().get("properties", {})
+            baseline = {field: valid[field] for field in properties if field in valid}
+            for field in baseline:
+                for value in ("y" * 5000, "y\x00y"):
+                    with self.subTest(tool=tool.name, field=field, value=value[:3]):
+                        self.call(tool.name, {**baseline, field: value})
         assert self.errors.records == [], [r.getMessage() for r in self.errors.records]
 
     def test_arguments_drawn_from_each_input_schema(self) -> None:
