@@ -22,12 +22,16 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
+from rich.text import Text
 
 from brain_cli import config
 from brain_cli.client import UNAUTHORISED, UNAVAILABLE, USAGE, Api, CliError
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Markup off: what we print is mostly the server's text (titles, tags, content written by other
+# people), and Rich would read "[/bold]" in a teammate's tag as markup — an error (the command
+# died with a traceback) or a style that hides the text. Styles are given as Text spans instead.
+out = Console(highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 EXIT_CODES = """Exit codes: 0 done; 1 refused by the server (invalid input); 2 bad usage;
 3 not set up, or the token is unknown, revoked or lacks the scope; 4 not found;
@@ -68,7 +72,8 @@ def _memory_id(text: str) -> str:
 
 
 def command(function: Callable[..., None]) -> Callable[..., None]:
-    """Turn a ``CliError`` into one line on stderr and its exit code (never a traceback)."""
+    """Turn a ``CliError`` into one line on stderr and its exit code (never a traceback); an
+    error nobody foresaw is one line too (its type and message), exit 1."""
 
     @wraps(function)
     def wrapped(*args: Any, **kwargs: Any) -> None:
@@ -79,6 +84,11 @@ def command(function: Callable[..., None]) -> Callable[..., None]:
             sys.exit(error.code)
         except OSError as error:
             err.print(f"brain: {error.strerror or error}", markup=False)
+            sys.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise  # main() turns these into their own exit codes
+        except Exception as error:  # a bug here, or an answer shaped unlike any we know
+            err.print(f"brain: unexpected {type(error).__name__}: {str(error)[:200]}", markup=False)
             sys.exit(1)
 
     return wrapped
@@ -95,8 +105,8 @@ def cli(ctx: click.Context, as_json: bool) -> None:
 
 def _memory_line(memory: dict[str, Any]) -> None:
     tags = f"  [{', '.join(memory['tags'])}]" if memory.get("tags") else ""
-    out.print(f"[bold]{memory['id']}[/bold]  {memory['workspace']}  {memory['status']}{tags}")
-    out.print(f"  {memory['content']}", markup=False)
+    out.print(Text.assemble((str(memory["id"]), "bold"), f"  {memory['workspace']}  {memory['status']}{tags}"))
+    out.print(f"  {memory['content']}")
 
 
 # --------------------------------------------------------------------------- setup
@@ -292,7 +302,7 @@ def search(ctx: Context, query: tuple[str, ...], limit: int, prefix: str | None)
         if not a["results"]:
             out.print("No results.")
         for hit in a["results"]:
-            out.print(f"[bold]{hit['path']}[/bold]  {hit['title']}", highlight=False)
+            out.print(Text.assemble((str(hit["path"]), "bold"), f"  {hit['title']}"))
             out.print(f"  {hit['snippet']}", markup=False)
 
     ctx.emit(answer, human)
@@ -375,7 +385,7 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
     api = ctx.api()
     results = []
     failure: CliError | None = None
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   console=err, disable=ctx.as_json) as progress:  # fmt: skip
         for name in files:
             path = Path(name)

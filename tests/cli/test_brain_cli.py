@@ -19,6 +19,7 @@ from django.test import LiveServerTestCase
 from brain.celery import app as celery_app
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
+from memory.services import memory_remember
 from memory.tokens import api_token_issue
 from tests.base import publish
 
@@ -114,6 +115,32 @@ class BrainCliTests(LiveServerTestCase):
         human = self.brain("search", "discount")
         assert human.returncode == 0
         assert "topics/pricing/discounts.md" in human.stdout
+
+    def test_text_from_the_server_is_printed_as_written_never_read_as_markup(self) -> None:
+        """Titles, tags and file names are other people's text: "[/bold]" in a teammate's tag
+        made Rich raise (every `brain list` died with a traceback) and "[link=…]" hid text."""
+        mallory = member_create(actor=SYSTEM, username="mallory")
+        memory_remember(
+            actor=mallory, content="Team lunch moves to Friday.", workspace="company",
+            tags=["/bold", "link=https://evil.example"],
+        )  # fmt: skip
+        publish(
+            "topics/pricing/evil.md", title="Evil [/bold] x [link=https://evil.example]click[/link]",
+            body="# Evil\n\n## Summary\n\nZebra crossings are painted every spring.\n",
+        )  # fmt: skip
+        self.ok("setup", "--url", self.live_server_url, "--token", self.token)
+        memory_id = self.ok("list")["results"][0]["id"]
+        for args in (["list"], ["recall", "team", "lunch"], ["get", memory_id]):
+            shown = self.brain(*args)
+            assert shown.returncode == 0, (args, shown.stderr)
+            assert "/bold, link=https://evil.example" in shown.stdout, (args, shown.stdout)
+        found = self.brain("search", "zebra", "crossings")
+        assert found.returncode == 0, found.stderr
+        assert "Evil [/bold] x [link=https://evil.example]click[/link]" in found.stdout
+        odd = self.home / "[bold]notes.md"  # a local name: the progress line shows it as written
+        odd.write_text("# Notes\n\nThe garden gate sticks in winter.\n")
+        uploaded = self.brain("upload", str(odd))
+        assert uploaded.returncode == 0, uploaded.stderr
 
     def test_a_bad_token_is_one_line_and_a_non_zero_exit(self) -> None:
         result = self.brain("search", "x", env={"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": "bmt_not-a-token"})
