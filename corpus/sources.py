@@ -111,7 +111,7 @@ def source_create(
     # Every transport reaches this one write path (REST, MCP, a build's record_capture): a
     # value over its column was a database error (500), never a named refusal.
     for name, value in (("title", title.strip()), ("uri", uri)):
-        limit = Source._meta.get_field(name).max_length
+        limit = getattr(Source._meta.get_field(name), "max_length", None)
         if limit is not None and len(value) > limit:
             errors[name] = f"{name} is at most {limit:,} characters"
     if errors:
