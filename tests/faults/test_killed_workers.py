@@ -193,6 +193,7 @@ class KilledWorkerTests(KilledWorkerTestCase):
 
         job.refresh_from_db()
         assert job.attempts == 2
+        assert job.report is not None
         assert job.report["outcomes"] == {"stored": 4}
         assert sorted(Memory.objects.filter(author=self.alice).values_list("origin", flat=True)) == [
             f"obsidian:Garden/note-{number}.md" for number in range(4)
