@@ -149,7 +149,9 @@ SURFACES: dict[str, Surface] = {
     "sources.write": _surface(_PEOPLE, SCOPE_SOURCES_WRITE),
     "memory": _surface(_PEOPLE, SCOPE_MEMORY),
     "builds.write": _surface(_PEOPLE, SCOPE_BUILDS_WRITE, also=frozenset({SCOPE_CORPUS_READ})),
-    "builds.own": _surface({*_PEOPLE, BUILD}, SCOPE_BUILDS_WRITE),  # a build credential: its own build only
+    # A build credential: its own build only. A person's token also needs corpus:read: a
+    # build's status and diff show live page text, which builds:write alone never reads.
+    "builds.own": _surface({*_PEOPLE, BUILD}, SCOPE_BUILDS_WRITE, also=frozenset({SCOPE_CORPUS_READ})),
     "questions": _surface({*_PEOPLE, QUESTION}, SCOPE_CORPUS_READ),
     "team": _surface(_PEOPLE, None),
     "export": _surface(_PEOPLE, SCOPE_CORPUS_READ),

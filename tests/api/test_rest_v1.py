@@ -208,10 +208,16 @@ class RestTests(RestCase):
         other = self.post("/api/v1/builds", {"title": "Other"}).json()["id"]
         assert agent.get(f"/api/v1/builds/{other}").status_code == 404
         assert self.api.get(f"/api/v1/builds/{other}").status_code == 200
-        bob = Client(
-            HTTP_AUTHORIZATION=f"Bearer {api_token_issue(actor=self.bob, name='b', scopes=['builds:write'])[1]}"
-        )
+        bob_token = api_token_issue(actor=self.bob, name="b", scopes=["builds:write", "corpus:read"])[1]
+        bob = Client(HTTP_AUTHORIZATION=f"Bearer {bob_token}")
         assert bob.get(f"/api/v1/builds/{other}").status_code == 404
+        # A build's status and diff show live page text: builds:write alone does not read them.
+        builds_only = api_token_issue(actor=self.alice, name="builds-only", scopes=["builds:write"])[1]
+        narrow = Client(HTTP_AUTHORIZATION=f"Bearer {builds_only}")
+        for path in (f"/api/v1/builds/{other}", f"/api/v1/builds/{other}/diff?path=topics/pricing/price-list.md"):
+            refused = narrow.get(path)
+            assert refused.status_code == 403, path
+            assert "corpus:read" in refused.json()["error"]["message"]
 
     def test_import_a_zip_as_a_build_for_review(self) -> None:
         import io
