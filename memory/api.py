@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import uuid
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any
@@ -277,6 +278,10 @@ def export(request: HttpRequest, member: Member) -> HttpResponseBase:
         try:
             stamp, last_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", 1)
             after = dt.datetime.fromisoformat(stamp)
+            if after.tzinfo is None:
+                raise ValueError("a cursor's time carries its offset")
+            # Checked here: a malformed id reached the query, whose error repeated the decoded text.
+            last_id = str(uuid.UUID(last_id))
         except (ValueError, UnicodeDecodeError) as exc:
             raise MemoryInvalid("cursor is not one this API issued") from exc
         from django.db.models import Q

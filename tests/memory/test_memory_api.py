@@ -111,6 +111,20 @@ class MemoryApiTests(TestCase):
         assert broken.json()["error"]["lines"] == ["line 3: not JSON"]
         assert Memory.objects.filter(author=self.bob).count() == 2  # nothing half imported
 
+    def test_an_export_cursor_this_api_did_not_issue_is_refused_without_repeating_it(self) -> None:
+        import base64
+
+        forged = [
+            "2024-01-01T00:00+00:00|'; drop table memories",
+            "2024-01-01T00:00|6f1c0000-0000-0000-0000-000000000000",  # no offset
+            "not a time|6f1c0000-0000-0000-0000-000000000000",
+        ]
+        for text in forged:
+            cursor = base64.urlsafe_b64encode(text.encode()).decode()
+            refused = self.api("alice", "get", f"export?cursor={cursor}")
+            assert refused.status_code == 400, text
+            assert refused.json()["error"]["message"] == "cursor is not one this API issued"
+
     def test_an_import_splits_at_newlines_only_and_names_lines_as_sent(self) -> None:
         # U+2028 and U+0085 may stand in a JSON string as written; blank lines still count.
         separators = json.dumps({"content": "First half\u2028second half, and\u0085more."}, ensure_ascii=False)
