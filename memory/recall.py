@@ -357,6 +357,8 @@ def memory_list_recent(
         raise MemoryInvalid("n must be from 1 to 50")
     if workspace not in (None, "", *Workspace.values):
         raise MemoryInvalid('workspace must be "personal" or "company"')
+    if kind not in (None, "", *Kind.values):  # as recall refuses it: a typo is not "no memories"
+        raise MemoryInvalid('kind must be "episodic" or "semantic"')
     memories = Memory.objects.visible_to(actor).select_related("author__user")
     if tag:
         memories = memories.filter(tags__contains=[normalise(tag).strip().lower()])

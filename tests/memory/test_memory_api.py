@@ -111,6 +111,14 @@ class MemoryApiTests(TestCase):
         assert broken.json()["error"]["lines"] == ["line 3: not JSON"]
         assert Memory.objects.filter(author=self.bob).count() == 2  # nothing half imported
 
+    def test_listing_by_an_unknown_kind_is_refused_as_recall_refuses_it(self) -> None:
+        self.capture("alice", "Invoices go out on the first business day.")
+        for path in ("entries?kind=zz", "recall?q=invoices&kind=zz"):
+            refused = self.api("alice", "get", path)
+            assert refused.status_code == 400, path
+            assert "kind must be" in refused.json()["error"]["message"]
+        assert self.api("alice", "get", "entries?kind=semantic").status_code == 200
+
     def test_an_export_cursor_this_api_did_not_issue_is_refused_without_repeating_it(self) -> None:
         import base64
 
