@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from oauth2_provider.models import get_grant_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
@@ -55,6 +56,17 @@ def pkce_challenge_refusal(query: Any) -> str | None:
     shape = _VERIFIER if method == "plain" else _S256_CHALLENGE
     if challenge is not None and not shape.fullmatch(challenge):
         return "code_challenge must be the 43-character base64url SHA-256 of the code verifier (RFC 7636)."
+    return None
+
+
+def nonce_refusal(query: Any) -> str | None:
+    """Why an authorization request's OpenID ``nonce`` cannot be kept, or None: the grant
+    stores it in 255 characters, and a longer one was a database error when the person
+    clicked Connect (checked before the consent page and on its POST, like the challenge)."""
+    limit = getattr(get_grant_model()._meta.get_field("nonce"), "max_length", None) or 255
+    nonces = query.getlist("nonce") if hasattr(query, "getlist") else [query.get("nonce")]
+    if any(nonce is not None and len(nonce) > limit for nonce in nonces):
+        return f"nonce is at most {limit} characters."
     return None
 
 

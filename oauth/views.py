@@ -40,7 +40,7 @@ from grants.principals import principal_for_user
 from oauth.config import mcp_resource
 from oauth.selectors import connections_for
 from oauth.services import application_self_remove, connection_revoke
-from oauth.validators import pkce_challenge_refusal, resource_refusal
+from oauth.validators import nonce_refusal, pkce_challenge_refusal, resource_refusal
 
 REGISTRABLE_GRANT_TYPES = {"authorization_code", "refresh_token"}
 Application = get_application_model()
@@ -139,9 +139,9 @@ class ConsentView(AuthorizationView):
         # On the consent form's POST too: its hidden fields can be edited (300 characters were a
         # database error, 3 a guessable verifier).
         # Both on a POST: the toolkit reads a challenge left out of the form from the query string.
-        problem = pkce_challenge_refusal(request.GET)
+        problem = pkce_challenge_refusal(request.GET) or nonce_refusal(request.GET)
         if problem is None and request.method == "POST":
-            problem = pkce_challenge_refusal(request.POST)
+            problem = pkce_challenge_refusal(request.POST) or nonce_refusal(request.POST)
         if problem is not None:
             return render(request, "oauth/refused.html", {"reason": problem}, status=400)
         response: HttpResponseBase = super().dispatch(request, *args, **kwargs)

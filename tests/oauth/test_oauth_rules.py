@@ -12,6 +12,7 @@ from typing import Any
 from unittest import mock
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from django.db import transaction
 from django.test import Client, TestCase, override_settings
 from oauth2_provider.models import AccessToken, Application, Grant
 from oauth2_provider.views import TokenView
@@ -784,6 +785,29 @@ class OAuthRuleTests(TestCase):
                 in_url = {**query, "code_challenge": edited}
                 answer = self.client.post("/oauth/authorize/?" + urlencode(in_url), data={**form, "allow": "Authorize"})
                 assert answer.status_code == 400
+        assert not Grant.objects.filter(application__client_id=client_id).exists()
+
+    def test_a_nonce_longer_than_a_grant_keeps_is_refused_before_consent(self) -> None:
+        """The grant stores the OpenID nonce in 255 characters: a longer one showed the consent
+        page and then answered 500 to Connect, every time (a link anyone could send)."""
+        client_id = self.register()["client_id"]
+        self.client.force_login(self.alice.user)
+        _verifier, challenge = pkce()
+        query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "s",
+                 "code_challenge": challenge, "code_challenge_method": "S256", "nonce": "n" * 256}  # fmt: skip
+        shown = self.client.get("/oauth/authorize/?" + urlencode(query))
+        assert shown.status_code == 400
+        assert "nonce" in shown.content.decode()
+        # The consent form of a fitting nonce, its hidden nonce edited before Connect.
+        consent = self.client.get("/oauth/authorize/?" + urlencode({**query, "nonce": "n" * 30}))
+        assert consent.status_code == 200
+        fields = {name: value for name, value in consent.context["form"].initial.items() if value is not None}
+        with transaction.atomic():  # a 500 here would leave the test's transaction unusable
+            answer = self.client.post(
+                "/oauth/authorize/?" + urlencode({**query, "nonce": "n" * 30}),
+                data={**fields, "nonce": "n" * 256, "allow": "Authorize"},
+            )
+        assert answer.status_code == 400
         assert not Grant.objects.filter(application__client_id=client_id).exists()
 
     def test_a_client_removing_itself_revokes_its_tokens_and_is_audited(self) -> None:
