@@ -18,7 +18,7 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import resolve_url
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import MAX_URL_LENGTH, url_has_allowed_host_and_scheme
 
 from brain.ratelimit import RateLimited, hit, throttled
 from grants.models import Member
@@ -60,9 +60,16 @@ def return_to(request: HttpRequest) -> str:
     only its own method: the browser follows ``next`` with a GET, which got a 405. So it
     comes back to the page the form was on (the ``Referer``, when it is one of ours), else
     home; the person submits the form again from there.
+
+    An address longer than ``MAX_URL_LENGTH`` comes back without its query string (or home):
+    the sign-in page drops such a ``next`` anyway, and a redirect carrying 16 KB of it was a
+    400 and an error in the log instead of the sign-in page.
     """
     if request.method in ("GET", "HEAD"):
-        return request.get_full_path()
+        for candidate in (request.get_full_path(), request.path):
+            if len(candidate) <= MAX_URL_LENGTH:
+                return candidate
+        return str(resolve_url("home"))
     referer = request.headers.get("Referer", "")
     ours = url_has_allowed_host_and_scheme(
         referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
