@@ -46,13 +46,30 @@ from grants.principals import SYSTEM, Principal, principal_for_user
 
 
 def admin_actor(request: HttpRequest) -> Principal:
-    """The member behind the admin session; a superuser with no member row acts as system."""
+    """The member behind the admin session; a superuser with no member row acts as system (one
+    whose member row is suspended or offboarded acts as nobody)."""
     member = principal_for_user(request.user)
     if member is not None:
         return member
-    if getattr(request.user, "is_superuser", False):
+    if getattr(request.user, "is_superuser", False) and not _has_member_row(request):
         return SYSTEM
     raise ValidationError("your account has no active member row")
+
+
+def may_administer(request: HttpRequest) -> bool:
+    """Whether the admin session may manage people, grants and clients: an active owner or
+    administrator, or a superuser with no member row. The same callers ``admin_actor`` acts
+    for: a page offered here is never one whose saves are refused for who is saving (a
+    superuser holding an ordinary member's row was shown the add forms and got 403 on save)."""
+    member = principal_for_user(request.user)
+    if member is not None:
+        return member.is_administrator
+    return bool(getattr(request.user, "is_superuser", False)) and not _has_member_row(request)
+
+
+def _has_member_row(request: HttpRequest) -> bool:
+    """Whether the signed-in user has a member row at all (active or not)."""
+    return Member.objects.filter(user_id=request.user.pk or 0).exists()
 
 
 def integer_pk(object_id: str) -> int | None:
@@ -93,8 +110,7 @@ class AdministratorOnly(AuditedDeletes):
     """Only owners/admins (or superusers) see these pages; what they delete is audited."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        member = principal_for_user(request.user)
-        return bool(getattr(request.user, "is_superuser", False) or (member and member.is_administrator))
+        return may_administer(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.has_module_permission(request)

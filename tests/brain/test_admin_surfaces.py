@@ -196,3 +196,35 @@ class AdminEdgesAsSuperuserTests(BrainTestCase):
         assert response.status_code == 200
         assert "Cleaned up 1 expired access attempts" in response.content.decode()
         assert list(AccessAttempt.objects.values_list("username", flat=True)) == ["trudy"]
+
+
+class AdminOfferedOnlyToWhoMaySaveTests(BrainTestCase):
+    """A page the admin offers is one whose saves are not refused for who is saving: a superuser
+    holding an ordinary member's row was shown the member, group and grant add forms and got 403
+    on save; staff with the OAuth models' permissions but no member row were refused after
+    submitting a client."""
+
+    PAGES = (
+        "/admin/grants/member/add/", "/admin/grants/group/add/", "/admin/grants/grant/add/",
+        "/admin/oauth2_provider/application/add/", "/admin/oauth2_provider/application/",
+    )  # fmt: skip
+
+    def test_accounts_that_would_be_refused_on_save_are_not_offered_the_pages(self) -> None:
+        from django.contrib.auth.models import Permission, User
+
+        superuser_member = self.bob.user
+        superuser_member.is_superuser = superuser_member.is_staff = True
+        superuser_member.save()
+        staff = User.objects.create_user("staff-no-member", password="pw-staff-98765!", is_staff=True)
+        staff.user_permissions.set(Permission.objects.filter(content_type__app_label="oauth2_provider"))
+        for account in (superuser_member, staff):
+            self.client.force_login(account)
+            for page in self.PAGES:
+                assert self.client.get(page).status_code == 403, (account.username, page)
+        operator = User.objects.create_superuser("operator", password="pw-operator-98765!")
+        self.client.force_login(operator)  # a superuser with no member row acts as system
+        for page in self.PAGES:
+            assert self.client.get(page).status_code == 200, page
+        self.client.force_login(self.charlie.user)  # an administrator member: people and grants
+        for page in self.PAGES[:3]:
+            assert self.client.get(page).status_code == 200, page
