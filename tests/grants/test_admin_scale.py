@@ -74,7 +74,7 @@ class AuditLogTests(BrainTestCase):
     def setUp(self) -> None:
         self.client.force_login(self.charlie.user)
         AuditEvent.objects.create(actor_kind="member", actor_id=self.alice.pk, actor_label="alice",
-                                  action="grant.issue", target_type="grant", target="4242",
+                                  action="grant.issue", target_type="grant", target="grant-kestrel-17",
                                   request_id="6f1d0c2e-0000-4000-8000-00000000abcd")  # fmt: skip
         AuditEvent.objects.create(actor_kind="service", actor_id=7, actor_label="docs-bot", action="build.open",
                                   target_type="build", target="topics/pricing/plans.md")  # fmt: skip
@@ -127,19 +127,19 @@ class AuditLogTests(BrainTestCase):
         assert "docs-bot" in body
         assert "erik" not in body
         body, _ = self.listed({"action_family": "grant"})
-        assert "4242" in body
+        assert "grant-kestrel-17" in body
         assert "docs-bot" not in body
         body, _ = self.listed({"target_type": "member"})
         assert "erik" in body
-        assert "4242" not in body
+        assert "grant-kestrel-17" not in body
 
     def test_search_matches_a_whole_action_target_actor_or_request_id(self) -> None:
         for term, expected in (
-            ("grant.issue", "4242"),
-            ("4242", "grant.issue"),
+            ("grant.issue", "grant-kestrel-17"),
+            ("grant-kestrel-17", "grant.issue"),
             ("topics/pricing/plans.md", "docs-bot"),
             ("docs-bot", "build.open"),
-            ("6f1d0c2e-0000-4000-8000-00000000abcd", "4242"),
+            ("6f1d0c2e-0000-4000-8000-00000000abcd", "grant-kestrel-17"),
         ):
             body, queries = self.listed({"q": term})
             assert expected in body, term
