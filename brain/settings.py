@@ -482,6 +482,9 @@ BRAIN_MEMORY_MODEL_VERDICTS = env_bool("BRAIN_MEMORY_MODEL_VERDICTS", True)
 # A vault or Notion import of more notes than this runs in a worker (memory/vault_jobs.py),
 # its progress on a page of its own; smaller ones answer in the request (~65 ms a note here).
 BRAIN_IMPORT_BACKGROUND_NOTES = env_int("BRAIN_IMPORT_BACKGROUND_NOTES", 200, minimum=0)
+# How many of them run at once, across every worker: each holds a worker for minutes, and the
+# others must stay free for answers, extractions and verdicts.
+BRAIN_IMPORT_CONCURRENCY = env_int("BRAIN_IMPORT_CONCURRENCY", 1, minimum=1, maximum=64)
 # Slack's Web API, for direct messages (weekly insights); another URL only for a test's fake server.
 BRAIN_SLACK_API_URL = env_url("BRAIN_SLACK_API_URL", schemes=("http", "https")) or "https://slack.com/api/"
 # Where a slash command's answer may be posted (its response_url must start so): Slack's hooks;

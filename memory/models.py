@@ -426,7 +426,7 @@ class MemoryVerdictJob(LeasedJob):
 class VaultImport(LeasedJob):
     """An Obsidian or Notion import too large to run inside a web request (``memory.vault_jobs``).
 
-    The uploaded zip waits here (Postgres is the only state) until a worker takes the row's
+    The upload's notes wait here (Postgres is the only state) until a worker takes the row's
     lease and runs the import — all or nothing, as in a request — writing how far it got
     (``notes_done`` of ``notes_total``) on a second connection while its transaction is
     open. The finished row keeps the report (or every problem that refused the import) and
@@ -452,8 +452,10 @@ class VaultImport(LeasedJob):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     vault = models.CharField(max_length=64, blank=True, default="")  # Obsidian only; "" = the zipped folder's name
     workspace = models.CharField(max_length=16, choices=Workspace.choices, null=True, blank=True)
-    archive = models.BinaryField(editable=False)  # the upload; emptied when the import finishes
+    # The notes the upload held, re-zipped (attachments as names only); emptied when the import finishes.
+    archive = models.BinaryField(editable=False)
     archive_bytes = models.PositiveBigIntegerField(default=0)
+    other_files = models.PositiveIntegerField(default=0)  # Notion: files of the export never read
     state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
     notes_total = models.PositiveIntegerField(default=0)  # an estimate until the notes are read
     notes_done = models.PositiveIntegerField(default=0)

@@ -83,20 +83,25 @@ def memory_calendars_refresh_task() -> None:
 
 @shared_task(
     name="memory.vault_import",
+    bind=True,
     ignore_result=True,
     acks_late=True,
     soft_time_limit=30 * 60,
     time_limit=30 * 60 + 60,
+    max_retries=None,
 )
-def memory_vault_import_task(job_id: str) -> None:
+def memory_vault_import_task(self: Any, job_id: str) -> None:
     """Run background import ``job_id`` (``memory.vault_jobs``): a vault or Notion export too
-    large for the web request, all or nothing, its progress on its row."""
+    large for the web request, all or nothing, its progress on its row. While every import
+    slot is taken it asks again in ``WAIT_SECONDS`` (the row stays queued meanwhile)."""
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from memory.vault_jobs import vault_import_run
+    from memory.vault_jobs import WAIT_SECONDS, vault_import_run
 
     outcome = vault_import_run(job_id, timed_out=(SoftTimeLimitExceeded,))
     logger.info("memory vault import %s: %s", job_id, outcome)
+    if outcome == "waiting":
+        raise self.retry(countdown=WAIT_SECONDS)
 
 
 @shared_task(name="memory.vault_imports_sweep", ignore_result=True)

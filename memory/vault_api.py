@@ -24,8 +24,6 @@ large import answers 409.
 
 from __future__ import annotations
 
-import io
-
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 
@@ -36,8 +34,9 @@ from memory.api import memory_api
 from memory.classify import MemoryInvalid
 from memory.models import VaultImport
 from memory.vault_jobs import (
+    in_background,
     run_import,
-    runs_in_background,
+    upload_read,
     vault_import_dict,
     vault_import_get,
     vault_import_queue,
@@ -81,17 +80,16 @@ def _import(request: HttpRequest, member: Member, kind: str, vault: str) -> Http
     body = _zip_body(request)
     workspace = request.GET.get("workspace") or None
     try:
-        if runs_in_background(kind, io.BytesIO(body), len(body)):
+        upload = upload_read(kind, body)
+        if in_background(upload):
             job = vault_import_queue(
-                actor=member, kind=kind, archive=body, vault=vault, workspace=workspace, charge=import_charge(member)
+                actor=member, upload=upload, vault=vault, workspace=workspace, charge=import_charge(member)
             )
             url = reverse("memory:api-import-job", args=[job.pk])
             response = JsonResponse({**vault_import_dict(job), "url": url}, status=202)
             response["Location"] = url
             return response
-        report = run_import(
-            actor=member, kind=kind, archive=body, vault=vault, workspace=workspace, charge=import_charge(member)
-        )
+        report = run_import(actor=member, upload=upload, vault=vault, workspace=workspace, charge=import_charge(member))
     except ImportRefused as refused:
         return _answer(refused)
     except RateLimited as limited:

@@ -26,14 +26,17 @@ Smaller imports still run in the request and answer with their report at once.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import logging
 import time
 import uuid
+import zipfile
+from dataclasses import dataclass
 from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from django.utils import timezone
@@ -42,13 +45,14 @@ from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_expired, lease_finish, lease_holds
 from brain.side_connection import side_connection
+from brain.text.secrets import find as find_secrets
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import VaultImport
 from memory.services import workspace_value
-from memory.vaults import ImportRefused, ImportReport, notion_import, obsidian_import
-from memory.vaults.archive import open_zip
+from memory.vaults import ImportRefused, ImportReport, obsidian_import
 from memory.vaults.common import Charge, Progress
+from memory.vaults.notion import MAX_ROWS, notion_files, notion_import_files
 from memory.vaults.obsidian import VAULT_NAME, is_note, vault_files_from_zip
 
 logger = logging.getLogger(__name__)
@@ -63,8 +67,10 @@ SOFT_TIME_LIMIT = 30 * 60
 NEVER_STARTED = dt.timedelta(minutes=2)
 MAX_ATTEMPTS = 3
 KEEP_FINISHED = dt.timedelta(days=30)
-# Zips larger than this are not stored in the database for later; they run in the request.
-MAX_QUEUED_BYTES = 100 * 1024 * 1024
+# How long a worker without a free import slot waits before it tries again.
+WAIT_SECONDS = 30
+# The advisory-lock class of the import slots (pg_try_advisory_lock(class, slot)): "bV".
+SLOT_LOCK_CLASS = 0x6256
 
 TIMED_OUT = (
     f"the import did not finish within {SOFT_TIME_LIMIT // 60} minutes and nothing was imported; "
@@ -90,93 +96,110 @@ class LeaseLost(Exception):
 # --------------------------------------------------------------------------- the import itself
 
 
+@dataclass
+class Upload:
+    """A zip as a request read it (``upload_read``): what an import needs, and how many notes.
+
+    ``files``: Obsidian — every vault path (the zipped folder cut off), notes inflated, other
+    files as ``b""``; Notion — its pages and tables. ``notes``: the memories it would store at
+    most (a Notion table counts its rows, up to the per-table limit).
+    """
+
+    kind: str
+    files: dict[str, bytes]
+    folder: str | None = None  # Obsidian: the folder it was zipped in
+    other_files: int = 0  # Notion: files that are not pages or tables (never read)
+    notes: int = 0
+
+
+def upload_read(kind: str, archive: bytes | IO[bytes]) -> Upload:
+    """Read an uploaded zip as the import would: ``ImportRefused`` names every unsafe entry,
+    bomb or damaged file now, before anything is queued or stored; ``MemoryInvalid`` for a kind
+    that is neither."""
+    if kind == VaultImport.Kind.OBSIDIAN:
+        files, folder = vault_files_from_zip(archive)
+        return Upload(kind, files, folder=folder, notes=sum(1 for path in files if is_note(path)))
+    if kind == VaultImport.Kind.NOTION:
+        files, others = notion_files(archive)
+        pages = sum(1 for path in files if path.lower().endswith(".md"))
+        rows = sum(min(MAX_ROWS, data.count(b"\n")) for path, data in files.items() if path.lower().endswith(".csv"))
+        return Upload(kind, files, other_files=others, notes=pages + rows)
+    raise MemoryInvalid("choose what the zip is: an Obsidian vault or a Notion export")
+
+
+def in_background(upload: Upload) -> bool:
+    """Whether ``upload`` is imported by a worker (more notes than ``BRAIN_IMPORT_BACKGROUND_NOTES``)."""
+    return upload.notes > settings.BRAIN_IMPORT_BACKGROUND_NOTES
+
+
 def run_import(
     *,
     actor: Member,
-    kind: str,
-    archive: bytes | IO[bytes],
+    upload: Upload,
     vault: str,
     workspace: str | None,
     charge: Charge | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Import ``archive`` as an Obsidian vault or a Notion export (``kind``); all or nothing.
-
-    The one entry point of the page, the API and the worker. ``vault`` "" means the zipped
-    folder's name (else "vault"). Raises ``ImportRefused`` / ``MemoryInvalid`` as the importers do.
-    """
-    if kind == VaultImport.Kind.OBSIDIAN:
-        files, folder = vault_files_from_zip(archive)
+    """Import what ``upload_read`` read; all or nothing. The one entry point of the page, the
+    API and the worker. ``vault`` "" means the zipped folder's name (else "vault"). Raises
+    ``ImportRefused`` / ``MemoryInvalid`` as the importers do."""
+    if upload.kind == VaultImport.Kind.OBSIDIAN:
         return obsidian_import(
-            actor=actor, files=files, vault=vault or folder or "vault", workspace=workspace,
+            actor=actor, files=upload.files, vault=vault or upload.folder or "vault", workspace=workspace,
             charge=charge, progress=progress,
         )  # fmt: skip
-    if kind == VaultImport.Kind.NOTION:
-        return notion_import(actor=actor, zip_bytes=archive, workspace=workspace, charge=charge, progress=progress)
-    raise MemoryInvalid("choose what the zip is: an Obsidian vault or a Notion export")
+    return notion_import_files(
+        actor=actor, files=upload.files, other_files=upload.other_files, workspace=workspace, charge=charge,
+        progress=progress,
+    )  # fmt: skip
 
 
-def notes_in(kind: str, archive: bytes | IO[bytes]) -> int:
-    """How many notes the zip names, from its directory alone (nothing inflated).
-
-    Obsidian: its ``.md`` notes outside hidden folders. Notion: its pages and tables (a
-    table's rows are only counted once it is read). A zip of zips (a Notion export in parts)
-    cannot be counted without inflating it: it counts as ``MAX_NOTES``-large. ``ImportRefused``
-    when it is not a zip.
-    """
-    with open_zip(archive) as opened:
-        names = [info.orig_filename for info in opened.infolist() if not info.is_dir()]
-    if hasattr(archive, "seek"):
-        archive.seek(0)
-    if kind == VaultImport.Kind.NOTION:
-        if names and all(name.lower().endswith(".zip") for name in names):
-            return 5_000
-        return sum(1 for name in names if name.lower().endswith((".md", ".csv")) and not name.startswith("__MACOSX/"))
-    return sum(1 for name in names if is_note(name))
+def _stored_zip(files: dict[str, bytes]) -> bytes:
+    """The files an import reads, as the zip a queued import keeps (attachments never read are
+    names only; fast compression: the request waits for it)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return buffer.getvalue()
 
 
-def runs_in_background(kind: str, archive: IO[bytes], size: int) -> bool:
-    """Whether an upload of ``size`` bytes is imported by a worker rather than in the request."""
-    if size > MAX_QUEUED_BYTES or kind not in VaultImport.Kind.values:
-        return False
-    try:
-        return notes_in(kind, archive) > settings.BRAIN_IMPORT_BACKGROUND_NOTES
-    except ImportRefused:
-        return False  # not a zip: the request's import names the problem
+def _stored_files(archive: bytes) -> dict[str, bytes]:
+    """The files ``_stored_zip`` kept (written by us, from an upload already checked)."""
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        return {info.filename: opened.read(info) for info in opened.infolist()}
 
 
 # --------------------------------------------------------------------------- queue, read
 
 
 def vault_import_queue(
-    *, actor: Member, kind: str, archive: bytes, vault: str = "", workspace: str | None = None, charge: Charge
+    *, actor: Member, upload: Upload, vault: str = "", workspace: str | None = None, charge: Charge
 ) -> VaultImport:
-    """Store ``archive`` as a ``VaultImport`` and send it to a worker once this commits.
+    """Store what ``upload_read`` read as a ``VaultImport`` and send it to a worker once this commits.
 
-    Checked here: the member, the kind, the vault name, the layer (``MemoryInvalid``), no
-    other import of theirs open (``ImportBusy``). ``charge`` is told how many notes the zip
-    holds (``notes_in``) before anything is stored; it may refuse (a rate limit).
+    Checked here: the member, the vault name, the layer (``MemoryInvalid``), no other import
+    of theirs open (``ImportBusy``). ``charge`` is told how many notes it holds before
+    anything is stored; it may refuse (a rate limit).
     """
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
-    if kind not in VaultImport.Kind.values:
-        raise MemoryInvalid("choose what the zip is: an Obsidian vault or a Notion export")
     if vault and not VAULT_NAME.match(vault):
         raise MemoryInvalid(
             'vault must be 1 to 64 letters, digits, spaces, "-", "_" or "." (it names the vault in every origin)'
         )
     layer = workspace_value(workspace)
-    if len(archive) > MAX_QUEUED_BYTES:
-        raise MemoryInvalid(f"the zip is over {MAX_QUEUED_BYTES // (1024 * 1024)} MB; import it in parts")
     if _open_import(actor) is not None:
         raise ImportBusy(BUSY)
-    notes = notes_in(kind, archive)
-    charge(notes)
+    charge(upload.notes)
+    archive = _stored_zip(upload.files)
     try:
         with transaction.atomic():
             job = VaultImport.objects.create(
-                member=actor, kind=kind, vault=vault, workspace=layer, archive=archive,
-                archive_bytes=len(archive), notes_total=notes,
+                member=actor, kind=upload.kind, vault=vault or upload.folder or "", workspace=layer,
+                archive=archive, archive_bytes=len(archive), notes_total=upload.notes,
+                other_files=upload.other_files,
             )  # fmt: skip
             enqueue_on_commit("memory.vault_import", str(job.pk))
     except IntegrityError:  # another request queued one between the check and the insert
@@ -224,14 +247,17 @@ def vault_import_dict(job: VaultImport) -> dict[str, Any]:
 class _Heartbeat:
     """Writes a running import's progress and pushes its lease out, on a side connection.
 
-    At most every ``PROGRESS_SECONDS`` (and always for the last note). Raises ``LeaseLost``
-    when the row no longer carries this worker's lease: the import's transaction then rolls
-    back, and the worker that took the row over does the import instead.
+    The first call writes; later ones at most every ``PROGRESS_SECONDS`` (the import calls it
+    per note stored and per note linked, so a long phase keeps the lease alive). Raises
+    ``LeaseLost`` when the row no longer carries this worker's lease (another worker took it
+    over, or the row is gone): the import's transaction then rolls back. A failing side
+    connection is logged and the import goes on: correctness rests on the final lock of the
+    row, this only reports progress and keeps the lease from expiring.
     """
 
     def __init__(self, side: BaseDatabaseWrapper, lease: Lease) -> None:
         self.side, self.lease = side, lease
-        self.written = 0.0
+        self.written: float | None = None
         table = side.ops.quote_name(VaultImport._meta.db_table)  # our own table's name; values are parameters
         self.sql = (
             f"UPDATE {table} SET notes_done = %s, notes_total = %s, lease_expires_at = %s, updated_at = %s"  # noqa: S608
@@ -240,14 +266,32 @@ class _Heartbeat:
 
     def __call__(self, done: int, total: int) -> None:
         moment = time.monotonic()
-        if done not in (0, total) and moment - self.written < PROGRESS_SECONDS:
+        if self.written is not None and moment - self.written < PROGRESS_SECONDS:
             return
         self.written = moment
         now = timezone.now()
-        with self.side.cursor() as cursor:
-            cursor.execute(self.sql, [done, total, now + LEASE, now, self.lease.pk, self.lease.token])
-            if cursor.rowcount != 1:
-                raise LeaseLost
+        try:
+            with self.side.cursor() as cursor:
+                cursor.execute(self.sql, [done, total, now + LEASE, now, self.lease.pk, self.lease.token])
+                held = cursor.rowcount == 1
+        except DatabaseError as failed:
+            logger.warning("vault import %s: progress not written (%s)", self.lease.pk, type(failed).__name__)
+            self.side.close()  # the next call reconnects
+            return
+        if not held:
+            raise LeaseLost
+
+
+def _take_slot(side: BaseDatabaseWrapper) -> bool:
+    """Whether this worker got one of ``BRAIN_IMPORT_CONCURRENCY`` import slots: a session
+    advisory lock held by ``side`` until it closes — or until its process dies, so a killed
+    worker never keeps a slot."""
+    with side.cursor() as cursor:
+        for slot in range(settings.BRAIN_IMPORT_CONCURRENCY):
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_CLASS, slot])
+            if cursor.fetchone()[0]:
+                return True
+    return False
 
 
 def _claim(job_id: Any) -> Lease | None:
@@ -262,9 +306,17 @@ def _finish(lease: Lease, state: str, **fields: Any) -> bool:
     return lease_finish(lease, state=state, archive=b"", finished_at=now, updated_at=now, **fields)
 
 
+def _without_secrets(problem: str) -> str:
+    """A problem as it is kept for 30 days: a file name may itself be a token."""
+    for finding in sorted(find_secrets(problem), key=lambda found: found.start, reverse=True):
+        problem = f"{problem[: finding.start]}[secret removed]{problem[finding.end :]}"
+    return problem
+
+
 def vault_import_run(job_id: Any, *, timed_out: tuple[type[BaseException], ...] = ()) -> str:
     """Run import ``job_id``; returns ``done``, ``refused``, ``failed``, ``busy`` (finished, gone
-    or held by a live worker) or ``lease-lost``.
+    or held by a live worker), ``waiting`` (no import slot free: the caller tries again later)
+    or ``lease-lost``.
 
     ``timed_out`` are the exceptions the task's soft time limit raises (Celery's
     ``SoftTimeLimitExceeded``): the import then fails at once, with nothing stored, rather
@@ -275,6 +327,15 @@ def vault_import_run(job_id: Any, *, timed_out: tuple[type[BaseException], ...] 
         key = uuid.UUID(str(job_id))
     except ValueError:
         return "busy"
+    with side_connection() as side:
+        if not _take_slot(side):
+            # Still waiting, not lost: the sweep leaves a row touched this recently alone.
+            VaultImport.objects.filter(pk=key, state=VaultImport.State.QUEUED).update(updated_at=timezone.now())
+            return "waiting"
+        return _run_claimed(key, side, timed_out)
+
+
+def _run_claimed(key: uuid.UUID, side: BaseDatabaseWrapper, timed_out: tuple[type[BaseException], ...]) -> str:
     lease = _claim(key)
     if lease is None:
         return "busy"
@@ -283,11 +344,12 @@ def vault_import_run(job_id: Any, *, timed_out: tuple[type[BaseException], ...] 
         _finish(lease, VaultImport.State.FAILED, error=KILLED)
         logger.warning("vault import %s failed: stopped %d times", key, MAX_ATTEMPTS)
         return "failed"
+    upload = Upload(job.kind, _stored_files(bytes(job.archive)), other_files=job.other_files)
     try:
-        with side_connection() as side, transaction.atomic():
+        with transaction.atomic():
             report = run_import(
-                actor=job.member, kind=job.kind, archive=bytes(job.archive), vault=job.vault,
-                workspace=job.workspace, progress=_Heartbeat(side, lease),
+                actor=job.member, upload=upload, vault=job.vault, workspace=job.workspace,
+                progress=_Heartbeat(side, lease),
             )  # fmt: skip
             if not lease_holds(lease, lock=True):
                 raise LeaseLost
@@ -297,10 +359,10 @@ def vault_import_run(job_id: Any, *, timed_out: tuple[type[BaseException], ...] 
         logger.warning("vault import %s: lease lost, nothing stored by this worker", key)
         return "lease-lost"
     except ImportRefused as refused:
-        _finish(lease, VaultImport.State.REFUSED, problems=refused.problems)
+        _finish(lease, VaultImport.State.REFUSED, problems=[_without_secrets(p) for p in refused.problems])
         return "refused"
     except (DomainError, PermissionDenied) as refused:  # a bad vault name, a member since deactivated
-        _finish(lease, VaultImport.State.REFUSED, problems=[str(refused)])
+        _finish(lease, VaultImport.State.REFUSED, problems=[_without_secrets(str(refused))])
         return "refused"
     except timed_out:
         _finish(lease, VaultImport.State.FAILED, error=TIMED_OUT)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import IO, Any, cast
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponseBase, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -19,8 +19,9 @@ from memory.models import VaultImport
 from memory.vault_api import EXPORT_NAME, OVER_WINDOW, import_charge
 from memory.vault_jobs import (
     ImportBusy,
+    in_background,
     run_import,
-    runs_in_background,
+    upload_read,
     vault_import_get,
     vault_import_queue,
     vault_imports_recent,
@@ -54,16 +55,15 @@ def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
         archive = cast(IO[bytes], upload)
         vault, workspace = request.POST.get("vault", "").strip(), request.POST.get("workspace") or None
         try:
-            if runs_in_background(context["kind"], archive, upload.size or 0):
+            read = upload_read(context["kind"], archive)
+            if in_background(read):
                 job = vault_import_queue(
-                    actor=member, kind=context["kind"], archive=archive.read(), vault=vault, workspace=workspace,
-                    charge=import_charge(member),
-                )  # fmt: skip
+                    actor=member, upload=read, vault=vault, workspace=workspace, charge=import_charge(member)
+                )
                 return redirect("memory:import-job", job.pk)
             context["report"] = run_import(
-                actor=member, kind=context["kind"], archive=archive, vault=vault, workspace=workspace,
-                charge=import_charge(member),
-            )  # fmt: skip
+                actor=member, upload=read, vault=vault, workspace=workspace, charge=import_charge(member)
+            )
         except ImportRefused as refused:
             context["problems"] = refused.problems
             status = 400
@@ -86,6 +86,10 @@ def import_job_page(request: HttpRequest, member: Member, job_id: str) -> HttpRe
     try:
         job = vault_import_get(member, job_id)
     except VaultImport.DoesNotExist:
+        if request.headers.get("HX-Request"):
+            # Gone while the page followed it (forgotten after 30 days, its person offboarded):
+            # 286 is htmx's "stop polling"; the part says so instead of asking every 2 s forever.
+            return HttpResponse("<p>This import is no longer kept.</p>", status=286)
         raise Http404 from None
     report = ImportReport.from_dict(job.report) if job.state == VaultImport.State.DONE and job.report else None
     context = {"job": job, "report": report}

@@ -251,8 +251,17 @@ def store_plan(
             report.notes.append(NoteResult(note.label, outcome, str(memory.pk)))
             if progress is not None:
                 progress(done, len(notes))
-        _link_all(actor, notes, stored, report)
+        _link_all(actor, notes, stored, report, progress)
+        # Suspending or offboarding locks the member row; taking it here makes the two take
+        # turns. An import that ran while its person was offboarded would otherwise commit
+        # personal memories after the offboarding deleted the layer (a background import
+        # runs for minutes, long after its request checked the person was active).
+        if not Member.objects.select_for_update().filter(pk=actor.pk, is_active=True, offboarded_at=None).exists():
+            raise ImportRefused([GONE])
     return report
+
+
+GONE = "your account was suspended or offboarded while the import ran; nothing was imported"
 
 
 def _store_one(actor: Member, note: PlannedNote, source: str, workspace: str | None) -> tuple[str, Memory]:
@@ -298,15 +307,25 @@ def _update_exported(actor: Member, own: Memory, note: PlannedNote) -> tuple[str
     return outcome, memory
 
 
-def _link_all(actor: Member, notes: list[PlannedNote], stored: dict[str, Memory], report: ImportReport) -> None:
+def _link_all(
+    actor: Member,
+    notes: list[PlannedNote],
+    stored: dict[str, Memory],
+    report: ImportReport,
+    progress: Progress | None = None,
+) -> None:
     """Draw each note's links between the memories this import stored or found.
 
     An existing link (drawn by an earlier import, by hand, or inferred by the capture
     pipeline with the same type) is counted, never drawn twice, so a re-import adds none.
     Both ends must be the importer's own memories in one layer (links never cross layers);
     a note that came back as a duplicate of a teammate's shared memory is not linked from.
+    ``progress`` is told ``(all, all)`` after each note's links: drawing 50,000 links takes
+    minutes, and a background import's lease must not run out meanwhile.
     """
     for note in notes:
+        if progress is not None:
+            progress(len(notes), len(notes))
         source = stored.get(note.key)
         for target_key, link_type in dict.fromkeys(note.links):
             target = stored.get(target_key)

@@ -282,8 +282,28 @@ def notion_import(
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
     workspace_value(workspace)
+    files, other_files = notion_files(zip_bytes)
+    return notion_import_files(
+        actor=actor, files=files, other_files=other_files, workspace=workspace, charge=charge, progress=progress
+    )
+
+
+def notion_import_files(
+    *,
+    actor: Member,
+    files: dict[str, bytes],
+    other_files: int = 0,
+    workspace: str | None = None,
+    charge: Charge | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """``notion_import`` of an export already read (``notion_files``: its pages and tables by
+    path, and how many other files it held)."""
+    if not isinstance(actor, Member) or not actor.is_active:
+        raise PermissionDenied("only an active member has memories")
+    workspace_value(workspace)
     report = ImportReport(source=SOURCE)
-    files, report.other_files = notion_files(zip_bytes)
+    report.other_files = other_files
     problems: list[str] = []
     pages: list[Page] = []
     for path in sorted(name for name in files if name.lower().endswith(".md")):

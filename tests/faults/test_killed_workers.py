@@ -30,7 +30,7 @@ from ingest.models import Extraction
 from ingest.services import document_ingest, extractions_sweep
 from memory.models import LinkType, Memory, MemoryEvent, MemoryLink, MemoryVerdictJob, Status, VaultImport
 from memory.services import memory_remember
-from memory.vault_jobs import vault_import_queue, vault_imports_sweep
+from memory.vault_jobs import upload_read, vault_import_queue, vault_imports_sweep
 from memory.verdict_jobs import verdict_jobs_sweep
 from tests.base import publish
 from tests.faults.servers import HoldingServer, chat, embeddings_env, embeddings_reply, llm_env, llm_settings
@@ -177,7 +177,7 @@ class KilledWorkerTests(KilledWorkerTestCase):
             self.addCleanup(server.close)
         worker = self.start(**embeddings_env(holding))
         job = vault_import_queue(
-            actor=self.alice, kind="obsidian", archive=buffer.getvalue(), charge=lambda notes: None
+            actor=self.alice, upload=upload_read("obsidian", buffer.getvalue()), charge=lambda notes: None
         )
         wait_for(holding.held.is_set, STARTUP, "the import to embed its third note")
         running = VaultImport.objects.get(pk=job.pk)

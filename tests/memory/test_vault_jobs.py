@@ -29,6 +29,7 @@ from memory.vault_jobs import (
     KEEP_FINISHED,
     KILLED,
     MAX_ATTEMPTS,
+    SLOT_LOCK_CLASS,
     TIMED_OUT,
     vault_import_run,
     vault_imports_sweep,
@@ -275,3 +276,114 @@ def test_connections_opened_for_progress_are_closed() -> None:
         cursor.execute("SELECT 1")
     assert side.connection is None
     assert len(connections.all()) == before
+
+
+def test_a_notion_export_is_counted_by_its_table_rows_and_imported_in_the_background(alice: Member) -> None:
+    from tests.memory.test_vaults import NOTION, zip_of
+
+    # Three pages and one table of three rows: six notes, past the threshold of three.
+    queued = api(alice, "post", "import/notion", zip_of(NOTION))
+    assert queued.status_code == 202, queued.content
+    assert vault_import_run(queued.json()["id"]) == "done"
+    synchronous = api(alice, "get", f"imports/{queued.json()['id']}").json()["report"]
+    with override_settings(BRAIN_IMPORT_BACKGROUND_NOTES=200):  # the same export again, in the request
+        again = api(alice, "post", "import/notion", zip_of(NOTION)).json()
+    assert synchronous["outcomes"] == {"stored": 5}  # 3 pages and 2 rows without a page of their own
+    assert set(again["outcomes"]) == {"unchanged"}
+    assert synchronous["other_files"] == again["other_files"] == 1  # the attachment, counted not read
+
+
+def test_only_the_notes_are_kept_for_the_worker_and_bad_zips_are_refused_at_once(alice: Member) -> None:
+    picture = bytes(range(256)) * 4096  # 1 MB that does not compress: an attachment
+    queued = api(alice, "post", "import/obsidian", vault("Garden", 5, **{"diagram.png": picture}))  # type: ignore[arg-type]
+    assert queued.status_code == 202
+    job = VaultImport.objects.get(pk=queued.json()["id"])
+    assert job.archive_bytes < 10_000  # the notes, and the picture's name only
+    assert vault_import_run(job.pk) == "done"
+    assert (VaultImport.objects.get(pk=job.pk).report or {})["other_files"] == 1
+    # An unsafe entry name is named in the answer, not queued.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for i in range(5):
+            archive.writestr(f"V/n{i}.md", FACTS[i])
+        archive.writestr("../escape.md", "x")
+    refused = api(alice, "post", "import/obsidian", buffer.getvalue())
+    assert refused.status_code == 400
+    assert any("../escape.md" in problem for problem in refused.json()["error"]["problems"])
+    assert VaultImport.objects.filter(member=alice).count() == 1
+
+
+def test_an_import_does_not_outlive_its_persons_offboarding(alice: Member, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offboarding deletes the personal layer; an import still storing must not add to it after."""
+    import threading
+
+    from accounts.services import member_offboard
+    from grants.services import member_create as create
+
+    admin = create(actor=SYSTEM, username="root", role="admin")
+    job_id = api(alice, "post", "import/obsidian", vault("Garden", 5)).json()["id"]
+    store_one = common._store_one
+    calls = 0
+
+    def offboarded_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            done = threading.Thread(target=lambda: member_offboard(actor=admin, member=alice, send_export=False))
+            done.start()
+            done.join(30)
+        return store_one(*args, **kwargs)
+
+    monkeypatch.setattr(common, "_store_one", offboarded_meanwhile)
+    assert vault_import_run(job_id) == "refused"
+    assert VaultImport.objects.get(pk=job_id).problems == [common.GONE]
+    assert not Memory.objects.filter(author=alice).exists()
+
+
+def test_the_link_phase_keeps_the_lease_alive(alice: Member) -> None:
+    """Drawing links takes minutes for a large vault: the worker must not look dead meanwhile."""
+    calls: list[tuple[int, int]] = []
+    notes = [
+        common.PlannedNote(
+            key=f"n{i}",
+            label=f"n{i}.md",
+            origin=f"obsidian:V/n{i}.md",
+            content=FACTS[i],
+            links=[(f"n{(i + 1) % 4}", "relates_to")],
+        )
+        for i in range(4)
+    ]
+    common.store_plan(actor=alice, notes=notes, source="obsidian", workspace=None,
+                      report=common.ImportReport(source="obsidian"), progress=lambda *at: calls.append(at))  # fmt: skip
+    assert calls[:5] == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert calls[5:] == [(4, 4)] * 4  # once per note's links
+
+
+def test_imports_take_turns_for_the_workers_slots(alice: Member, bob: Member) -> None:
+    first = api(alice, "post", "import/obsidian", vault("Garden", 5)).json()["id"]
+    with side_connection() as holder, holder.cursor() as cursor:  # another worker's running import
+        cursor.execute("SELECT pg_advisory_lock(%s, 0)", [SLOT_LOCK_CLASS])
+        before = VaultImport.objects.get(pk=first).updated_at
+        assert vault_import_run(first) == "waiting"
+        waiting = VaultImport.objects.get(pk=first)
+        assert waiting.state == "queued"
+        assert waiting.updated_at > before  # touched: the sweep does not send it again meanwhile
+        assert waiting.attempts == 0
+    assert vault_import_run(first) == "done"  # the slot is free once that connection closed
+
+
+def test_a_secret_in_a_file_name_is_not_kept_in_the_problems(alice: Member) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    job_id = api(alice, "post", "import/obsidian", vault("Garden", 5, **{f"{token}.md": "A note."})).json()["id"]
+    assert vault_import_run(job_id) == "refused"
+    problems = VaultImport.objects.get(pk=job_id).problems
+    assert problems
+    assert not any(token in problem for problem in problems)
+
+
+def test_a_polled_import_that_is_gone_stops_the_polling(alice: Member) -> None:
+    client = Client()
+    client.force_login(alice.user)
+    gone = client.get(f"/memory/import/{uuid.uuid4()}/", HTTP_HX_REQUEST="true")
+    assert gone.status_code == 286  # htmx: stop polling
+    assert client.get(f"/memory/import/{uuid.uuid4()}/").status_code == 404
