@@ -9,6 +9,7 @@ twin. The pairs:
 
 - documents through ``document_ingest`` + ``extraction_run`` (convert, mask, chunk, embed,
   store): a SubRip file with a 50,000-digit line (the ``srt`` package's regex took minutes),
+  a text file of a digit and 200,000 line breaks (the type sniff's SubRip test was quadratic),
   HTML nested 20,000 elements deep, a DOCX zip bomb, a DOCX of 100,000 one-word paragraphs
   (python-docx built an object for each: 360 MB and 10 s for 300,000), a WebVTT file of one huge cue;
 - HTML to text (``html_text``, uploads and mail): 100,000 broken end tags (Python's
@@ -76,6 +77,13 @@ def srt_pair(rng: random.Random) -> tuple[bytes, bytes]:
         cues.append(f"{n}\n00:00:{n % 60:02d},000 --> 00:00:{n % 60:02d},500\n{prose(rng, 60)}\n\n")
         n += 1
     return hostile, "".join(cues).encode()[: len(hostile)]
+
+
+def newline_pair(rng: random.Random) -> tuple[bytes, bytes]:
+    """A digit and a run of line breaks: the SubRip sniff tried every split of the run
+    (quadratic, in the upload request: 40 KB took 17 s)."""
+    bad = b"1" + b"\n" * 200_000 + b"x"
+    return bad, wrapped(rng, len(bad)).encode()
 
 
 def html_pair(rng: random.Random) -> tuple[bytes, bytes]:
@@ -227,6 +235,7 @@ def main() -> None:
         ("DOCX zip bomb (1,000x)", "x.docx", docx_pair(rng)),
         ("DOCX, 100,000 one-word paragraphs", "x.docx", dense_docx_pair(rng)),
         ("WebVTT, one 60 KB cue", "x.vtt", vtt_pair(rng)),
+        ("type sniff, a number then 200,000 breaks", "x.txt", newline_pair(rng)),
     ):
         pair(label, len(bad), ingest(filename, bad), ingest(filename, good))
     for label, bad_page, good_page in yaml_pairs(rng):
