@@ -24,6 +24,8 @@ twin. The pairs:
   string never closes;
 - review and history diffs (``line_diff``): 50 line pairs of repeated words, 2,000 edited
   paragraphs with the blank line between them (20 s and 174 s while every equal pair was searched);
+- calendars (``_own_zones``): 16,000 VTIMEZONE or STANDARD openings that never close (each was
+  searched to the end of the file: 272 KB took 48 s);
 - vault imports (``read_note``, ``read_page``): an Obsidian note of 32,000 unclosed code
   fences, a Notion page of 80,000 open brackets and one whose heading is 40,000 spaces (each
   took seconds to minutes, quadratic, before the note's size was checked).
@@ -316,6 +318,17 @@ def main() -> None:
         "Notion page, a heading of 40,000 spaces", len(spaced),
         lambda: read_page("p.md", spaced.encode()), lambda: read_page("p.md", wrapped(rng, len(spaced)).encode()),
     )  # fmt: skip
+
+    from memory.calendars import _own_zones
+
+    unclosed = "BEGIN:VCALENDAR\r\n" + "BEGIN:VTIMEZONE\r\n" * 16_000 + "END:VCALENDAR\r\n"
+    standards = "BEGIN:VTIMEZONE\r\nTZID:X\r\n" + "BEGIN:STANDARD\r\n" * 16_000 + "END:VTIMEZONE\r\n"
+    events = "".join(
+        f"BEGIN:VEVENT\r\nUID:e{n}@x\r\nSUMMARY:{prose(rng, 40)}\r\nEND:VEVENT\r\n" for n in range(len(unclosed) // 90)
+    )
+    pair("calendar, 16,000 unclosed zones", len(unclosed), lambda: _own_zones(unclosed), lambda: _own_zones(events))
+    pair("calendar, 16,000 unclosed STANDARDs", len(standards), lambda: _own_zones(standards),
+         lambda: _own_zones(events))  # fmt: skip
 
     print(
         f"\n{'input':36} {'bytes':>9} {'hostile s':>10} {'ordinary s':>11} {'ratio':>7}  outcome (hostile / ordinary)"

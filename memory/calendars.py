@@ -46,7 +46,7 @@ from icalendar import Calendar, Event
 from icalendar.cal.component import Component
 
 from brain.jobs import enqueue_on_commit
-from brain.text.secrets import NulRefused, SecretRefused, mask, refuse
+from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, unstorable
 from grants.models import Member
 from memory.calendar_fetch import check_subscription_url, fetch_calendar
 from memory.classify import MemoryInvalid
@@ -138,23 +138,81 @@ class CalendarResult:
 # events named so), and expands their rules second by second from the zone's start (a 417-byte
 # zone of FREQ=SECONDLY took minutes and hundreds of MB). Known zone names resolve through the
 # zone database as before; a name only this file defines is read at its standard offset.
-_VTIMEZONE = re.compile(r"^BEGIN:VTIMEZONE\r?$.*?^END:VTIMEZONE\r?$\n?", re.MULTILINE | re.DOTALL | re.IGNORECASE)
-_TZID_LINE = re.compile(r"^TZID[^:\r\n]*:(.*?)\r?$", re.MULTILINE | re.IGNORECASE)
-_STANDARD_OFFSET = re.compile(
-    r"^BEGIN:STANDARD\r?$.*?^TZOFFSETTO[^:\r\n]*:\s*([+-])(\d{2})(\d{2})", re.MULTILINE | re.DOTALL | re.IGNORECASE
-)
+# Read line by line: the patterns these replaced ("^BEGIN:VTIMEZONE$.*?^END:VTIMEZONE$" and a
+# lazy scan from each BEGIN:STANDARD) searched to the end of the text from every opening that
+# never closed — quadratic (16,000 of them, 272 KB, took 48 s of a request or a worker).
+_TZID_LINE = re.compile(r"TZID[^:\r\n]*:(.*)", re.IGNORECASE)
+_OFFSET_TO = re.compile(r"TZOFFSETTO[^:\r\n]*:[ \t]*([+-])(\d{2})(\d{2})", re.IGNORECASE)
 
 
 def _own_zones(text: str) -> tuple[str, dict[str, dt.timezone]]:
-    """``text`` without its VTIMEZONE blocks, and each block's TZID → its standard offset."""
+    """``text`` without its VTIMEZONE blocks, and each block's TZID → its standard offset.
+
+    A block runs from a ``BEGIN:VTIMEZONE`` line to the next ``END:VTIMEZONE`` line; one that
+    never closes is left in the text, as written.
+    """
     offsets: dict[str, dt.timezone] = {}
-    for block in _VTIMEZONE.findall(text):
-        name, offset = _TZID_LINE.search(block), _STANDARD_OFFSET.search(block)
-        if name and offset and int(offset.group(2)) < 24 and int(offset.group(3)) < 60:
-            sign = -1 if offset.group(1) == "-" else 1
-            minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
-            offsets[name.group(1).strip().strip("/")] = dt.timezone(dt.timedelta(minutes=minutes))
-    return _VTIMEZONE.sub("", text), offsets
+    kept: list[str] = []
+    block: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        marker = line.rstrip("\r\n").upper()
+        if block is None:
+            if marker == "BEGIN:VTIMEZONE":
+                block = [line]
+            else:
+                kept.append(line)
+            continue
+        block.append(line)
+        if marker == "END:VTIMEZONE":
+            _zone_offset(block, offsets)
+            block = None
+    if block is not None:
+        kept.extend(block)
+    return "".join(kept), offsets
+
+
+def _zone_offset(block: list[str], offsets: dict[str, dt.timezone]) -> None:
+    """Record a VTIMEZONE block's TZID at its (first) standard offset, when it names both."""
+    name: str | None = None
+    offset: re.Match[str] | None = None
+    in_standard = False
+    for line in block:
+        bare = line.rstrip("\r\n")
+        if name is None and (named := _TZID_LINE.match(bare)):
+            name = named.group(1).strip().strip("/")
+        if bare.upper() == "BEGIN:STANDARD":
+            in_standard = True
+        elif in_standard and offset is None:
+            offset = _OFFSET_TO.match(bare)
+    if name and offset and int(offset.group(2)) < 24 and int(offset.group(3)) < 60:
+        sign = -1 if offset.group(1) == "-" else 1
+        minutes = sign * (int(offset.group(2)) * 60 + int(offset.group(3)))
+        offsets[name] = dt.timezone(dt.timedelta(minutes=minutes))
+
+
+# What icalendar is handed at most: it builds an object for every line and every value of a
+# list (a 5 MB RRULE of 2.5 million BYMONTHDAY values cost 21 s and ~1 GB; 700,000 lines of
+# "X-A:b" 32 s), all within the 5 MB limit.
+MAX_LINES = 100_000
+MAX_LINE = 256 * 1024  # an unfolded property; no field this import keeps is near it
+MAX_RULE_LINE = 16 * 1024  # RRULE, EXRULE, RDATE, EXDATE: lists icalendar expands value by value
+_RULES = ("RRULE", "EXRULE", "RDATE", "EXDATE")
+
+
+def _check_shape(text: str) -> None:
+    """``MemoryInvalid`` when the file has more lines, or a longer property, than icalendar may be handed."""
+    lines = text.count("\n") + 1
+    if lines > MAX_LINES:
+        raise MemoryInvalid(f"the calendar has {lines:,} lines; one file may have {MAX_LINES:,} (split it)")
+    name, length = "", 0
+    for line in text.splitlines():
+        if line[:1] in (" ", "\t"):  # a folded line continues the property above it
+            length += len(line) - 1
+        else:
+            name, length = line.split(":", 1)[0].split(";", 1)[0].upper(), len(line)
+        limit = MAX_RULE_LINE if name in _RULES else MAX_LINE
+        if length > limit:
+            raise MemoryInvalid(f"a {name or 'property'} line is longer than {limit:,} characters")
 
 
 def _in_own_zone(event: Event, name: str, value: object, zones: dict[str, dt.timezone]) -> object:
@@ -186,6 +244,7 @@ def _parse(data: bytes, max_events: int = MAX_EVENTS) -> tuple[list[Event], dict
     if not text.strip():
         raise MemoryInvalid("the calendar is empty")
     text, zones = _own_zones(text)
+    _check_shape(text)
     try:
         calendars = Calendar.from_ical(text, multiple=True)
     except ValueError as exc:
@@ -427,6 +486,8 @@ def _read(event: Event, zones: dict[str, dt.timezone] | None = None) -> _Readabl
     uid = _text(event, "UID", limit=10_000)
     if not uid:
         return "no UID"
+    if unstorable(uid) is not None:  # a NUL or a lone surrogate: the origin lookup was a database error (500)
+        return "its UID holds characters that cannot be stored"
     start = _in_own_zone(event, "DTSTART", getattr(event.get("DTSTART"), "dt", None), zones or {})
     if not isinstance(start, dt.date):
         return "no DTSTART (start date or time)"
