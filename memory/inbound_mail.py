@@ -34,7 +34,7 @@ from brain.text.secrets import NulRefused, SecretRefused, find, refuse
 from grants.audit import audit_record
 from grants.models import Member
 from memory.classify import MemoryInvalid
-from memory.mail_message import Attachment, ParsedMail, parse_mail
+from memory.mail_message import Attachment, MailTooComplex, ParsedMail, parse_mail
 from memory.models import Kind, Memory, MemoryPreference
 from memory.services import MAX_CONTENT, memory_capture_from
 
@@ -247,6 +247,8 @@ def mail_capture(*, recipient: str, mail_from: str, raw: bytes) -> MailReceipt:
     except RecursionError:
         # 1,200 nested multiparts: a permanent refusal, not a "try again" the sender repeats for days.
         raise MailRefused(554, "5.6.0", "the message's parts are nested too deeply") from None
+    except MailTooComplex as complex_mail:
+        raise MailRefused(552, "5.3.4", str(complex_mail)) from None
     origin = mail_origin(mail, raw)
     with transaction.atomic():
         member = _recipient_member(recipient, lock=True)

@@ -224,7 +224,7 @@ class InboundMailTests(TransactionTestCase):
         )
         cases = [
             (headers.replace(b"Content-Type: text/plain", b"Content-Type: multipart/mixed; boundary=b0")
-             + b"\r\n\r\n" + deep, 554, "nested too deeply"),
+             + b"\r\n\r\n" + deep, 552, "more than 500 MIME parts"),
             (headers + b"\r\nContent-Disposition: inline" + b";\r\n p=a" * 30_000 + b"\r\n\r\nbody\r\n", 552,
              "headers are over"),  # folded: each line under SMTP's 1,000 bytes
         ]  # fmt: skip
