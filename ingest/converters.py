@@ -146,9 +146,20 @@ def _html(text: str) -> Converted:
     return Converted(_check_length(html_text(text)), "brain-html", HTML_VERSION)
 
 
+# webvtt-py builds every cue and line as objects before any length is checked: 900,000 tiny
+# cues (24 MB) took 33 s and ~820 MB, 12 million one-character lines ~650 MB. A day of speech is
+# ~86,000 cues at one a second; a transcript's lines are a few per cue.
+MAX_VTT_CUES = 100_000
+MAX_VTT_LINES = 500_000
+
+
 def _vtt(text: str) -> Converted:
     import webvtt
 
+    if text.count("-->") > MAX_VTT_CUES:
+        raise ConversionFailed(f"the WebVTT transcript has more than {MAX_VTT_CUES:,} cues")
+    if text.count("\n") > MAX_VTT_LINES:
+        raise ConversionFailed(f"the WebVTT transcript has more than {MAX_VTT_LINES:,} lines")
     try:
         captions = webvtt.from_buffer(io.StringIO(text))
     except Exception as exc:  # webvtt raises its own MalformedFileError and others

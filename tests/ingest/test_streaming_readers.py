@@ -252,3 +252,14 @@ def test_many_small_elements_cost_memory_by_text_not_by_element(tmp_path: Path) 
     # 200,000 two-letter paragraphs: python-docx grew by ~160 MB.
     document = package("<w:p><w:r><w:t>ab</w:t></w:r></w:p>" * 200_000)
     assert peak_growth_kb(DOCX_READING, document, tmp_path) < 80_000
+
+
+def test_webvtt_past_its_cue_or_line_count_fails_before_it_is_parsed() -> None:
+    """webvtt-py made an object of every cue and line before the length was checked (900,000
+    tiny cues: 33 s and ~820 MB of a worker)."""
+    cue = "00:00.000 --> 00:01.000\na\n\n"
+    assert "a" in convert("vtt", ("WEBVTT\n\n" + cue * 3).encode()).text
+    with pytest.raises(ConversionFailed, match="more than 100,000 cues"):
+        convert("vtt", ("WEBVTT\n\n" + cue * 100_001).encode())
+    with pytest.raises(ConversionFailed, match="more than 500,000 lines"):
+        convert("vtt", ("WEBVTT\n\n00:00.000 --> 00:01.000\n" + "a\n" * 500_001).encode())
