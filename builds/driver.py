@@ -36,6 +36,7 @@ from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_finish
 from brain.text.secrets import NulRefused, SecretRefused, mask
+from brain.zips import directory_problem
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -112,6 +113,17 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
     """
     limits = driver_settings()
     stream = io.BytesIO(data) if isinstance(data, bytes) else data
+    start = stream.tell()
+    size = stream.seek(0, io.SEEK_END) - start
+    stream.seek(start)
+    if size > limits["MAX_ZIP_BYTES"]:  # every surface's limit, the API's included (the form had its own)
+        raise ArchiveRefused(f"the archive is larger than {limits['MAX_ZIP_BYTES']} bytes")
+    # Read from the end record before zipfile parses the directory (an object per entry): a
+    # million entries naming one file cost 8 s and ~430 MB. Pages are at most MAX_FILES; the
+    # rest (folders, images) may be many more, but not without bound.
+    problem = directory_problem(stream, max_entries=10 * limits["MAX_FILES"])
+    if problem is not None:
+        raise ArchiveRefused(problem)
     try:
         archive = zipfile.ZipFile(stream)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):

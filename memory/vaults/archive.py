@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
+from brain.zips import directory_problem
 from memory.vaults.common import ImportRefused, path_problem, shown_path
 
 CHUNK = 1024 * 1024
@@ -53,11 +54,16 @@ class ZipContents:
     others: list[str] = field(default_factory=list)  # every other file entry, never inflated
 
 
-def open_zip(data: bytes | IO[bytes], *, what: str = "the upload") -> zipfile.ZipFile:
-    """``data`` as a zip, or ``ImportRefused`` saying it is not one."""
+def open_zip(data: bytes | IO[bytes], *, what: str = "the upload", max_entries: int = 50_000) -> zipfile.ZipFile:
+    """``data`` as a zip, or ``ImportRefused`` saying it is not one, or that its directory
+    declares more than ``max_entries`` entries (read from its end record before zipfile
+    parses the directory into an object per entry)."""
     import io
 
     stream = io.BytesIO(data) if isinstance(data, bytes) else data
+    problem = directory_problem(stream, max_entries=max_entries, what=what)
+    if problem is not None:
+        raise ImportRefused([problem])
     try:
         return zipfile.ZipFile(stream)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
@@ -78,7 +84,7 @@ def read_zip(
     suspicious ratio before anything is inflated, and a damaged entry while inflating.
     """
     budget = budget if budget is not None else Budget(limits.max_bytes)
-    with open_zip(data, what=what) as archive:
+    with open_zip(data, what=what, max_entries=limits.max_entries) as archive:
         chosen = select_entries(archive, wanted=wanted, limits=limits, budget=budget, what=what)
         contents = ZipContents(others=chosen.others)
         for info in chosen.infos:
