@@ -41,7 +41,9 @@ def lying(copies: int) -> bytes:
 
 
 def test_the_end_record_declares_entries_and_directory_bytes_zip64_included() -> None:
-    assert declared_directory(zip_of(3)) == (3, pytest.approx(3 * (46 + 5), abs=10))
+    entries, directory = declared_directory(zip_of(3)) or (0, 0)
+    assert entries == 3
+    assert 3 * (46 + 5) <= directory <= 3 * (46 + 5) + 30  # each entry: 46 bytes and its name
     big = zip_of(70_000, "{}")  # past 65,535 entries: zipfile writes a zip64 end record
     assert declared_directory(big)[0] == 70_000  # type: ignore[index]
     assert declared_directory(b"not a zip at all") is None
