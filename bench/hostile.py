@@ -24,6 +24,8 @@ twin. The pairs:
   string never closes;
 - review and history diffs (``line_diff``): 50 line pairs of repeated words, 2,000 edited
   paragraphs with the blank line between them (20 s and 174 s while every equal pair was searched);
+- inbound mail (``parse_mail``): 40 attachment parts of 50 KB of folded parameters each (the
+  parser re-read each part's headers on every question: 45 s);
 - calendars (``_own_zones``): 16,000 VTIMEZONE or STANDARD openings that never close (each was
   searched to the end of the file: 272 KB took 48 s);
 - vault imports (``read_note``, ``read_page``): an Obsidian note of 32,000 unclosed code
@@ -329,6 +331,16 @@ def main() -> None:
     pair("calendar, 16,000 unclosed zones", len(unclosed), lambda: _own_zones(unclosed), lambda: _own_zones(events))
     pair("calendar, 16,000 unclosed STANDARDs", len(standards), lambda: _own_zones(standards),
          lambda: _own_zones(events))  # fmt: skip
+
+    from memory.mail_message import parse_mail
+
+    head = b"From: a@example.com\r\nTo: b@example.com\r\nSubject: x\r\nMIME-Version: 1.0\r\n"
+    folded = b"".join(b";\r\n p%d=v" % n for n in range(5_000))
+    disposition = b'Content-Disposition: attachment; filename="a.txt"'
+    part = b"--b\r\nContent-Type: text/plain\r\n" + disposition + folded + b"\r\n\r\nx\r\n"
+    heavy = head + b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + part * 40 + b"--b--\r\n"
+    plain_mail = head + b"Content-Type: text/plain\r\n\r\n" + wrapped(rng, len(heavy)).encode()
+    pair("mail, 40 parts of 50 KB parameters", len(heavy), lambda: parse_mail(heavy), lambda: parse_mail(plain_mail))
 
     print(
         f"\n{'input':36} {'bytes':>9} {'hostile s':>10} {'ordinary s':>11} {'ratio':>7}  outcome (hostile / ordinary)"
