@@ -454,7 +454,7 @@ def questions_sweep() -> int:
     return resend_lost(
         "answers.run",
         Question.objects.all(),
-        died=Q(status=Question.Status.RUNNING) & lease_expired(now),
+        died=Q(status=Question.Status.RUNNING) & lease_expired(),
         never_started=Q(status=Question.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=1)),
     )
 

@@ -11,7 +11,10 @@ one conditional UPDATE. The rules, for every job kind:
   with a row lock, inside its transaction) only while the row still carries *its* token: a
   worker that outlived its lease, after another took the job over, writes nothing;
 - a sweep re-sends rows whose lease expired (``lease_expired``) at once, and rows that
-  never started only when the queue is idle (``brain.jobs.resend_lost``).
+  never started only when the queue is idle (``brain.jobs.resend_lost``);
+- expiry is judged by the **database's** clock, never a worker's: a worker whose clock runs
+  ahead would otherwise take over a lease that is still alive, and one running behind would
+  hold a dead one for longer than it was granted.
 
 ``tests/brain/test_leases.py`` checks these rules as a property (two workers, expiry, late
 finish refused) on a real job table.
@@ -25,8 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import models
-from django.db.models import F, Q
-from django.utils import timezone
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q
+from django.db.models.expressions import CombinedExpression
+from django.db.models.functions import Now
 
 
 class LeasedJob(models.Model):
@@ -50,9 +54,15 @@ class Lease:
     attempt: int
 
 
-def lease_expired(now: dt.datetime | None = None) -> Q:
-    """Rows whose lease ran out (a running row without one counts as expired, never as held)."""
-    return Q(lease_expires_at__lt=now or timezone.now()) | Q(lease_expires_at__isnull=True)
+def lease_expired() -> Q:
+    """Rows whose lease ran out by the database's clock (a running row without one counts as
+    expired, never as held)."""
+    return Q(lease_expires_at__lt=Now()) | Q(lease_expires_at__isnull=True)
+
+
+def _expiry(duration: dt.timedelta) -> ExpressionWrapper[CombinedExpression]:
+    """``duration`` from now, by the database's clock."""
+    return ExpressionWrapper(Now() + duration, output_field=DateTimeField())
 
 
 def lease_claim(
@@ -70,12 +80,11 @@ def lease_claim(
     One conditional UPDATE: of two workers claiming at once exactly one succeeds. Returns
     ``None`` when the row is finished, gone or held by a live worker.
     """
-    now = timezone.now()
     token = uuid.uuid4()
     claimed = (
         model._default_manager.filter(pk=pk)
-        .filter(waiting | (running & lease_expired(now)))
-        .update(lease_token=token, lease_expires_at=now + duration, attempts=F("attempts") + 1, **take)
+        .filter(waiting | (running & lease_expired()))
+        .update(lease_token=token, lease_expires_at=_expiry(duration), attempts=F("attempts") + 1, **take)
     )
     if claimed != 1:
         return None
@@ -111,7 +120,7 @@ def lease_holds(lease: Lease, *, lock: bool = False) -> bool:
 def lease_extend(lease: Lease, duration: dt.timedelta) -> bool:
     """Push the expiry out (a long step still alive); False when the lease is no longer held."""
     rows = lease.model._default_manager.filter(pk=lease.pk, lease_token=lease.token)
-    return bool(rows.update(lease_expires_at=timezone.now() + duration))
+    return bool(rows.update(lease_expires_at=_expiry(duration)))
 
 
 def lease_finish(lease: Lease, **fields: Any) -> bool:

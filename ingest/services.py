@@ -239,6 +239,6 @@ def extractions_sweep() -> int:
     return resend_lost(
         "ingest.extract",
         Extraction.objects.all(),
-        died=Q(status=Extraction.Status.RUNNING) & lease_expired(now),
+        died=Q(status=Extraction.Status.RUNNING) & lease_expired(),
         never_started=Q(status=Extraction.Status.QUEUED, created_at__lt=now - dt.timedelta(minutes=2)),
     )

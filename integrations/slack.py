@@ -291,5 +291,5 @@ def slack_deliveries_sweep() -> int:
         "integrations.slack_answer",
         SlackDelivery.objects.filter(delivered_at__isnull=True, question__created_at__gt=now - RESPONSE_URL_LIFETIME),
         never_started=Q(lease_token__isnull=True, question__created_at__lt=now - dt.timedelta(minutes=1)),
-        died=Q(lease_token__isnull=False) & lease_expired(now),
+        died=Q(lease_token__isnull=False) & lease_expired(),
     )

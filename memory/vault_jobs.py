@@ -379,6 +379,6 @@ def vault_imports_sweep() -> int:
     return resend_lost(
         "memory.vault_import",
         VaultImport.objects.all(),
-        died=Q(state=VaultImport.State.RUNNING) & lease_expired(now),
+        died=Q(state=VaultImport.State.RUNNING) & lease_expired(),
         never_started=Q(state=VaultImport.State.QUEUED, updated_at__lt=now - NEVER_STARTED),
     )

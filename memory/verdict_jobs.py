@@ -125,7 +125,7 @@ def verdict_jobs_sweep() -> int:
     return resend_lost(
         "memory.settle",
         MemoryVerdictJob.objects.all(),
-        died=Q(state=MemoryVerdictJob.State.RUNNING) & lease_expired(now),
+        died=Q(state=MemoryVerdictJob.State.RUNNING) & lease_expired(),
         never_started=Q(state=MemoryVerdictJob.State.QUEUED, updated_at__lt=now - NEVER_STARTED),
     )
 

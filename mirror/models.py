@@ -8,11 +8,12 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from brain.leases import LeasedJob
 from grants.models import CATEGORY_SQL_REGEX, ServiceAccount
 from mirror.git import check_branch, remote_transport
 
 
-class Mirror(models.Model):
+class Mirror(LeasedJob):
     """Where the corpus is mirrored, as whom, and what the remote looked like last time.
 
     The repository is an output: the brain only ever fast-forwards the branch with commits
@@ -52,10 +53,9 @@ class Mirror(models.Model):
     last_error = models.CharField(max_length=500, blank=True)
     # The newest promotion already named in a mirror commit.
     promotion_mark = models.BigIntegerField(default=0)
-    # The run in progress (``mirror.services``): its token and when it is presumed dead, and
-    # whether another run was asked for meanwhile (the holder queues it when it is done).
-    run_token = models.UUIDField(null=True, blank=True, editable=False)
-    run_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The run in progress is the row's lease (``LeasedJob``: its token, when its worker is
+    # presumed dead, how many runs started); ``run_again``: another run was asked for
+    # meanwhile (the holder queues it when it gives the lease back).
     run_again = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

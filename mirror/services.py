@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -35,11 +34,11 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import DateTimeField, ExpressionWrapper, Max
-from django.db.models.functions import Now
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from brain.jobs import enqueue_on_commit
+from brain.leases import Lease, lease_claim_unfinished, lease_finish, lease_holds
 from brain.text.secrets import redact
 from builds.history import builds_titles_visible_to
 from builds.models import Promotion
@@ -82,7 +81,7 @@ def mirror_save(*, actor: Principal, mirror: Mirror, credential: str = "") -> Mi
             before = Mirror.objects.select_for_update().get(pk=mirror.pk)
             # The form's copy of the row may predate a run's claim or result: those are the
             # row's (an administrator edits the configuration, never what a run recorded).
-            for name in ("run_token", "run_expires_at", "run_again", *RUN_RESULT_FIELDS):
+            for name in ("attempts", "lease_token", "lease_expires_at", "run_again", *RUN_RESULT_FIELDS):
                 if name != "updated_at":
                     setattr(mirror, name, getattr(before, name))
             if (before.remote_url, before.branch) != (mirror.remote_url, mirror.branch):
@@ -135,37 +134,38 @@ def _run_hold() -> dt.timedelta:
     return dt.timedelta(seconds=settings.BRAIN_MIRROR_RUN_SECONDS + 60)
 
 
-def _claim_run(mirror_id: int) -> uuid.UUID | None:
+def _claim_run(mirror_id: int) -> Lease | None:
     """Take the mirror's run, or (it is someone else's, alive) ask its holder for another.
 
-    A claim on the row, in short transactions, not a lock held through the run: an
-    administrator saving the mirror never waits on a remote, and it holds behind a
-    transaction-pooling PgBouncer (a session advisory lock would not). None: not ours.
+    A lease on the row (``brain.leases``, judged by the database's clock), taken in a short
+    transaction, not a lock held through the run: an administrator saving the mirror never
+    waits on a remote, and it holds behind a transaction-pooling PgBouncer (a session
+    advisory lock would not). None: not ours.
     """
-    # The database's clock, not each worker's: a worker running ahead would take a live claim.
     with transaction.atomic():
         rows = Mirror.objects.filter(pk=mirror_id)
+        # Locked first, so a holder giving the run back cannot slip between a refused claim
+        # and the request to run again (it would never see the request).
         if not list(rows.select_for_update().values_list("pk", flat=True)):
             return None
-        if rows.filter(run_token__isnull=False, run_expires_at__gt=Now()).exists():
+        lease = lease_claim_unfinished(Mirror, mirror_id, unfinished=Q(), duration=_run_hold())
+        if lease is None:
             rows.update(run_again=True)
             return None
-        token = uuid.uuid4()
-        expires = ExpressionWrapper(Now() + _run_hold(), output_field=DateTimeField())
-        rows.update(run_token=token, run_expires_at=expires, run_again=False)
-    return token
+        rows.update(run_again=False)
+    return lease
 
 
-def _release_run(mirror_id: int, token: uuid.UUID) -> None:
+def _release_run(lease: Lease) -> None:
     """Give the run back; when another was asked for meanwhile, queue it (its changes may be
     newer than what this run read)."""
     with transaction.atomic():
-        row = Mirror.objects.select_for_update().filter(pk=mirror_id, run_token=token).values("run_again").first()
-        if row is None:
+        if not lease_holds(lease, lock=True):
             return  # taken over after this run outlived its claim, or the mirror is gone
-        Mirror.objects.filter(pk=mirror_id).update(run_token=None, run_expires_at=None, run_again=False)
-        if row["run_again"]:
-            enqueue_on_commit("mirror.push", mirror_id)
+        again = Mirror.objects.filter(pk=lease.pk).values_list("run_again", flat=True).get()
+        lease_finish(lease, run_again=False)
+        if again:
+            enqueue_on_commit("mirror.push", lease.pk)
 
 
 # What a run writes on the row (never its configuration, nor the claim columns).
@@ -192,8 +192,8 @@ def mirror_run(*, mirror_id: int) -> Outcome:
     afterwards, only if nobody changed the mirror meanwhile (an administrator's save or
     adoption queues a run of its own)."""
     started = time.monotonic()
-    token = _claim_run(mirror_id)
-    if token is None:
+    lease = _claim_run(mirror_id)
+    if lease is None:
         state = Mirror.objects.filter(pk=mirror_id).values_list("state", flat=True).first()
         if state is None:
             return Outcome("gone", detail="the mirror was deleted", ran=False)
@@ -202,7 +202,7 @@ def mirror_run(*, mirror_id: int) -> Outcome:
         return _run_claimed(mirror_id, deadline=started + settings.BRAIN_MIRROR_RUN_SECONDS)
     finally:
         try:
-            _release_run(mirror_id, token)
+            _release_run(lease)
         except Exception:  # the database gone for a moment: the claim expires, the sweep runs it
             logger.exception("mirror %s: could not give its run back; it expires by itself", mirror_id)
 

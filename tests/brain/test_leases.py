@@ -8,6 +8,7 @@ is never claimed again, and every claim counts one attempt.
 from __future__ import annotations
 
 import datetime as dt
+from unittest import mock
 
 from django.db.models import Q
 from django.utils import timezone
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase
 
 from answers.models import Question
-from brain.leases import Lease, lease_claim, lease_finish, lease_holds
+from brain.leases import Lease, lease_claim, lease_expired, lease_extend, lease_finish, lease_holds
 from grants.principals import SYSTEM
 from grants.services import member_create
 
@@ -86,3 +87,19 @@ class LeaseRuleTests(TestCase):
         assert first is not None
         assert second is None
         assert lease_holds(first)
+
+    def test_expiry_is_judged_by_the_database_clock_not_the_workers(self) -> None:
+        question = Question.objects.create(asker=self.asker, text="q")
+        held = _claim(question.pk)
+        assert held is not None
+        ahead = timezone.now() + dt.timedelta(hours=1)
+        # A worker whose clock runs an hour ahead: the lease is still alive, it is not taken over.
+        with mock.patch("django.utils.timezone.now", return_value=ahead):
+            assert _claim(question.pk) is None
+            assert not Question.objects.filter(lease_expired(), pk=question.pk).exists()
+            # Nor does its extension grant more than the five minutes asked, by its own clock.
+            assert lease_extend(held, dt.timedelta(minutes=5))
+        expires = Question.objects.values_list("lease_expires_at", flat=True).get(pk=question.pk)
+        assert expires is not None
+        assert expires < timezone.now() + dt.timedelta(minutes=6)
+        assert lease_holds(held)

@@ -318,19 +318,19 @@ class ConfigurationTests(MirrorTestCase):
         from mirror.services import _claim_run, _release_run
 
         mirror = self.make_mirror()
-        token = _claim_run(mirror.pk)
-        assert token is not None
+        lease = _claim_run(mirror.pk)
+        assert lease is not None
         busy = mirror_run(mirror_id=mirror.pk)
         assert busy.detail.startswith("busy")
         assert git("for-each-ref", cwd=self.remote) == ""  # nothing ran: the remote has no branch
         # An administrator's save with a copy read before the claim keeps the claim.
         stale = Mirror.objects.get(pk=mirror.pk)
-        stale.run_token = None
+        stale.lease_token = None
         stale.known_hosts = "changed"
         mirror_save(actor=SYSTEM, mirror=stale)
-        assert Mirror.objects.get(pk=mirror.pk).run_token == token
+        assert Mirror.objects.get(pk=mirror.pk).lease_token == lease.token
         with mock.patch("mirror.services.enqueue_on_commit") as queued:
-            _release_run(mirror.pk, token)
+            _release_run(lease)
         queued.assert_called_once_with("mirror.push", mirror.pk)  # the run asked for meanwhile
         before_the_push = Mirror.objects.get(pk=mirror.pk)  # an admin's form, opened now
         assert mirror_run(mirror_id=mirror.pk).state == "ok"
@@ -342,7 +342,7 @@ class ConfigurationTests(MirrorTestCase):
         # A claim whose worker died (expired) is taken over.
         dead = _claim_run(mirror.pk)
         assert dead is not None
-        Mirror.objects.filter(pk=mirror.pk).update(run_expires_at=timezone.now() - dt.timedelta(seconds=1))
+        Mirror.objects.filter(pk=mirror.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
         assert not mirror_run(mirror_id=mirror.pk).detail.startswith("busy")
 
     def test_a_failed_run_after_recognising_a_lost_push_recognises_it_again(self) -> None:
