@@ -1,5 +1,12 @@
 """``GET /healthz``: is the database, pgvector and Redis reachable?
 
+Anyone may ask (a load balancer holds no credential) and learns only up or down, each
+component's and the whole. The details — the version, pgvector's version and the apps'
+details below — go only to a signed-in administrator (``is_staff``, kept with the member's
+role) or to a monitor sending ``Authorization: Bearer <BRAIN_HEALTH_TOKEN>``: a version
+tells an attacker which advisories apply, and mirror names can say what the organisation
+is working on.
+
 Redis is asked in both of its roles: the Celery broker (``CELERY_BROKER_URL``) and the cache
 and rate limits (``REDIS_URL``) — usually one server; ``redis`` is ``down`` when either is.
 
@@ -10,6 +17,7 @@ administrator, not a restart — but listed under ``attention`` when not ``ok``.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -72,24 +80,45 @@ def _ping(url: str, role: str) -> bool:
         return False
 
 
+def _may_see_details(request: HttpRequest, database_ok: bool) -> bool:
+    """A monitor with the health token, or a signed-in administrator (read only while the
+    database answers: the session and the user live there)."""
+    token = settings.BRAIN_HEALTH_TOKEN
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if token and scheme.lower() == "bearer" and hmac.compare_digest(presented.encode(), token.encode()):
+        return True
+    if not database_ok or settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        return False
+    try:
+        user = request.user
+        return bool(user.is_active and user.is_staff)
+    except DatabaseError:
+        logger.warning("healthz: the session could not be read", exc_info=True)
+        return False
+
+
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 with each component's state when all are up; 503 naming what is down."""
+    """200 with each component's state when all are up; 503 naming what is down. The
+    version and the apps' details only to whom ``_may_see_details`` admits."""
     database_ok, pgvector = _check_database()
     broker_ok = _ping(settings.CELERY_BROKER_URL, "broker")
     cache_ok = broker_ok if settings.REDIS_URL == settings.CELERY_BROKER_URL else _ping(settings.REDIS_URL, "cache")
     body: dict[str, Any] = {
         "ok": database_ok and pgvector is not None and broker_ok and cache_ok,
         "database": "ok" if database_ok else "down",
-        "pgvector": pgvector or ("missing" if database_ok else "unknown"),
+        "pgvector": "ok" if pgvector else ("missing" if database_ok else "unknown"),
         "redis": "ok" if broker_ok and cache_ok else "down",
         "broker": "ok" if broker_ok else "down",
         "cache": "ok" if cache_ok else "down",
-        "version": brain.__version__,
     }
-    if database_ok:
-        _details(body)
+    if _may_see_details(request, database_ok):
+        body["version"] = brain.__version__
+        if pgvector:
+            body["pgvector"] = pgvector
+        if database_ok:
+            _details(body)
     if not body["ok"]:
         down = [name for name in ("database", "broker", "cache") if body[name] == "down"]
         if database_ok and pgvector is None:
