@@ -22,7 +22,7 @@ from brain.domain import problem_for
 from brain.inputs import InputRefused, refuse_unstorable
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
-from mcp_api.base import Caller
+from mcp_api.base import Args, Caller, Tool
 from mcp_api.tools import tool_for, tools_for
 
 logger = logging.getLogger(__name__)
@@ -141,6 +141,15 @@ def _tool_error(message_id: Any, text: str) -> dict[str, Any]:
     return _result(message_id, {"content": [{"type": "text", "text": redact(text)}], "isError": True})
 
 
+def tool_arguments(tool: Tool, arguments: Any) -> Args:
+    """``arguments`` as ``tool``'s input model, or ``ArgsInvalid`` naming each wrong field.
+
+    Strict, as JSON: an argument is the type its inputSchema says (lax validation took
+    ``true`` for an integer and ``"5"`` for 5, contrary to the schema every client reads);
+    JSON's own forms — a date as ISO text — still pass."""
+    return tool.input_model.model_validate_json(json.dumps(arguments), strict=True)
+
+
 def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
     name = params.get("name")
     tool = tool_for(caller, name) if isinstance(name, str) else None
@@ -153,7 +162,7 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
     ratelimit.hit(principal_key=caller.rate_key, rate_class=tool.rate_class)  # raises RateLimited → 429
     arguments = params.get("arguments") or {}
     try:
-        args = tool.input_model.model_validate(arguments)
+        args = tool_arguments(tool, arguments)
     except ArgsInvalid as invalid:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in item['loc']) or 'arguments'}: {item['msg']}" for item in invalid.errors()
