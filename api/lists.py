@@ -24,6 +24,7 @@ from api.views import PlainView
 from brain.callers import Caller
 from brain.errors import error_body
 from brain.text.secrets import unstorable
+from corpus.frontmatter import STATUSES
 from corpus.models import Page, Source
 from grants.models import Member
 from mcp_api.tools.corpus import PageRef, SourceRef
@@ -76,7 +77,7 @@ class PageFilter(django_filters.FilterSet):  # type: ignore[misc]  # django-filt
     words = django_filters.CharFilter(method="title_words", help_text="Words that must all appear in the title")
     type = django_filters.CharFilter()
     category = django_filters.CharFilter()
-    status = django_filters.CharFilter()
+    status = django_filters.ChoiceFilter(choices=[(status, status) for status in STATUSES])
     owner = django_filters.CharFilter(field_name="owner__user__username", help_text="Owner's username")
 
     class Meta:
@@ -91,7 +92,7 @@ class PageFilter(django_filters.FilterSet):  # type: ignore[misc]  # django-filt
 
 class SourceFilter(django_filters.FilterSet):  # type: ignore[misc]
     prefix = django_filters.CharFilter(field_name="key", lookup_expr="startswith", help_text="Key prefix")
-    kind = django_filters.CharFilter()
+    kind = django_filters.ChoiceFilter(choices=Source.Kind.choices)
     tag = django_filters.CharFilter(method="has_tag")
 
     class Meta:

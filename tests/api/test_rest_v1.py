@@ -69,6 +69,14 @@ class RestTests(RestCase):
         bad = self.api.get("/api/v1/memories", {"workspace": "elsewhere"})
         assert bad.status_code == 400
         assert "workspace" in bad.json()["error"]["message"]
+        # Every filter with a fixed set of values refuses one outside it, naming the filter.
+        for url, name, value in (("/api/v1/pages", "status", "nonsense"), ("/api/v1/sources", "kind", "zz"),
+                                 ("/api/v1/memories", "kind", "zz"), ("/api/v1/memories", "status", "zz")):  # fmt: skip
+            refused = self.api.get(url, {name: value})
+            assert refused.status_code == 400, (url, name)
+            assert name in refused.json()["error"]["message"]
+        assert self.api.get("/api/v1/pages", {"status": "approved"}).status_code == 200
+        assert self.api.get("/api/v1/sources", {"kind": "note"}).status_code == 200
         codename = self.api.get("/api/v1/memories", {"team": "Marketing-Private-Codename"})
         assert codename.status_code == 400
         assert "Codename" not in codename.content.decode()  # the filter is named, the value not repeated
