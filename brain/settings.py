@@ -291,7 +291,7 @@ BRAIN_TRUSTED_PROXY_COUNT = env_int("BRAIN_TRUSTED_PROXY_COUNT", 0, minimum=0, m
 AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_network"  # an IPv6 /64 counts as one address
 # /healthz tells anyone up or down; its details (version, mirrors) go to signed-in
 # administrators and to a monitor presenting this token as a bearer. Long, or none at all.
-BRAIN_HEALTH_TOKEN = env_str("BRAIN_HEALTH_TOKEN", "") or ""
+BRAIN_HEALTH_TOKEN = env_secret("BRAIN_HEALTH_TOKEN", "") or ""
 if BRAIN_HEALTH_TOKEN and len(BRAIN_HEALTH_TOKEN) < 32:
     raise ConfigurationError("BRAIN_HEALTH_TOKEN must be at least 32 characters (or unset)")
 LOGIN_URL = "/login/"
