@@ -39,7 +39,10 @@ ERRORS = {
     403: "The credential's kind or scope does not reach this endpoint, or the service refused the action.",
     404: "Not found — or not visible to you: the two are indistinguishable.",
     429: "Over your rate window; ``Retry-After`` says when to come back.",
+    503: "The database or the embedding service is not answering; send it again after ``Retry-After``.",
 }
+# A request with a body may be over the size limit (before any view reads it).
+BODY_ERRORS = {413: "The request body is over the limit (``payload_too_large``)."}
 
 _SIMPLE = {"string": OpenApiTypes.STR, "integer": OpenApiTypes.INT, "number": OpenApiTypes.FLOAT,
            "boolean": OpenApiTypes.BOOL}  # fmt: skip
@@ -106,7 +109,12 @@ class ToolSchema(AutoSchema):
             responses: dict[int, Any] = {operation.status: operation.definition.output_model}
         else:
             responses = dict(getattr(self.view, "response_models", {}))
-        for status, description in ERRORS.items():
+        errors = dict(ERRORS)
+        if self.method in ("POST", "PATCH", "PUT"):
+            errors.update(BODY_ERRORS)
+        # What only some endpoints answer (an upload: 507 when the storage is full).
+        errors.update(getattr(self.view, "extra_errors", {}))
+        for status, description in sorted(errors.items()):
             responses.setdefault(status, OpenApiResponse(response=ErrorOut, description=description))
         return responses
 

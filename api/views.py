@@ -465,6 +465,7 @@ class SourceUpload(PlainView):
     surface = "sources.write"
     rate_class = "upload"
     operation_id = "upload_source"
+    extra_errors: ClassVar[dict[int, str]] = {507: "The document storage is full (``storage_full``); nothing stored."}
     parser_classes = [MultiPartParser]
     request_body: ClassVar[dict[str, Any]] = {
         "multipart/form-data": {
