@@ -43,6 +43,7 @@ and a more specific subject on one side ("the security team's rotation"). Scored
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -223,7 +224,9 @@ def _number(text: str) -> float | None:
     if match is None:
         return None
     value = float(match.group(1).replace(",", ""))
-    return value * _MULTIPLIERS[match.group(2)] if match.group(2) else value
+    value = value * _MULTIPLIERS[match.group(2)] if match.group(2) else value
+    # 309 digits read as infinity: no amount, and no hour (int() of it raises).
+    return value if math.isfinite(value) else None
 
 
 def _clock(text: str) -> int | None:
@@ -423,8 +426,9 @@ class _Scanner:
         if low in _WORD_NUMBERS:
             # A number word counts only when it counts something: "one" is often a pronoun.
             return self.take(i, after + 1, "number", f"count:{_stem(unit)}", (value,)) if _content(unit) else None
-        at_hour = self.low(i - 1) == "at" and value <= 24 and "." not in low
-        if (at_hour and not unit.isalpha()) or unit == "o'clock":
+        hour_like = value <= 24 and "." not in low
+        at_hour = self.low(i - 1) == "at" and hour_like
+        if (at_hour and not unit.isalpha()) or (unit == "o'clock" and hour_like):
             return self.clock_hour(i, int(value))
         if at_hour and unit == "in" and self.low(i + 3) in _DAY_PARTS:
             return self.clock_hour(i, int(value))  # "at 9 in the morning"
