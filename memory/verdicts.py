@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import transaction
 
 from brain import llm
-from memory.models import Memory, Status
+from memory.models import Memory, Status, Workspace
 from memory.services import AUTO_LINK, DUPLICATE_FLAG, DUPLICATE_TAG, apply_duplicate_verdict
 
 logger = logging.getLogger(__name__)
@@ -58,8 +58,16 @@ def enabled() -> bool:
 
 
 def open_verdicts(new: Memory, old: Memory, similarity: float) -> tuple[str, ...]:
-    """The verdicts the model may return for this pair (empty: do not ask)."""
-    if similarity < AUTO_LINK or new.workspace != old.workspace or old.status == Status.DEPRECATED:
+    """The verdicts the model may return for this pair (empty: do not ask).
+
+    Only a pair in one layer is judged: the shared layer, or one person's own. Two personal
+    memories of different people share the workspace *value* but no layer — a pair queued
+    while both were shared and un-shared before its job ran must not send a colleague's
+    private text to the model (nor tag the author's memory after it)."""
+    same_layer = new.workspace == old.workspace and (
+        new.workspace == Workspace.COMPANY or new.author_id == old.author_id
+    )
+    if similarity < AUTO_LINK or not same_layer or old.status == Status.DEPRECATED:
         return ()
     if similarity >= DUPLICATE_FLAG and new.author_id == old.author_id:
         return VERDICTS

@@ -12,6 +12,7 @@ from brain import llm
 from memory import tasks
 from memory.models import LinkType, Memory, MemoryLink, MemoryVerdictJob, Status
 from memory.services import memory_remember, memory_share
+from memory.verdict_jobs import verdict_job_run
 from memory.verdicts import memory_settle, parse_verdict
 from tests.fakes import FakeModel
 from tests.memory.test_memory import MemoryTestCase
@@ -147,3 +148,17 @@ class VerdictTests(VerdictModel):
         new, old, similarity = self.flagged_pair()
         Memory.objects.filter(pk=old.pk).delete()
         assert memory_settle(new_id=new.pk, old_id=old.pk, similarity=similarity) == "skipped"
+
+    def test_a_pair_whose_memories_both_went_private_is_skipped_unread(self) -> None:
+        """Queued while both were shared; by the time the job ran each author had taken theirs
+        back. Two personal layers are no layer: the model must not read the colleague's text."""
+        fake = self.model("contradiction")
+        with mock.patch.object(tasks.memory_settle_task, "delay"):
+            old = memory_remember(actor=self.alice, content="The staff canteen closes at 3 pm.", workspace="company")
+            new = memory_remember(actor=self.bob, content="The canteen stays open until 5 pm.", workspace="company")
+        job = MemoryVerdictJob.objects.get(new_memory_id=new.memory.pk, old_memory_id=old.memory.pk)
+        memory_share(actor=self.alice, memory_id=old.memory.pk, workspace="personal")
+        memory_share(actor=self.bob, memory_id=new.memory.pk, workspace="personal")
+        assert verdict_job_run(job.pk) == "skipped"
+        assert fake.requests == []
+        assert "contradiction-candidate" not in Memory.objects.get(pk=new.memory.pk).tags
