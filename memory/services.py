@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -179,6 +179,24 @@ def _require_member(actor: Any) -> Member:
     return actor
 
 
+def _still_here(actor: Member, *, lock: bool) -> None:
+    """``PermissionDenied`` (rolling the caller's transaction back) when ``actor`` was
+    suspended or offboarded since the caller loaded them.
+
+    The caller's copy may be minutes old (a calendar refresh, an import, a mail being read),
+    and offboarding deletes the personal layer and the person's preferences: a write that
+    went on landed in the deleted layer — or, the preference gone, in the team's default
+    layer, published. With ``lock`` (the end of a write's own, short transaction) the row
+    stays locked until commit, so an offboarding either waits for this write and then
+    deletes it, or this write waits for the offboarding and is refused. Inside a longer
+    transaction (an import) the row is only read: the import locks it at its end
+    (``memory.vaults.common.store_plan``), and an offboarding never waits minutes on it.
+    """
+    rows = Member.objects.filter(pk=actor.pk, is_active=True, offboarded_at=None)
+    if not (rows.select_for_update() if lock else rows).exists():
+        raise PermissionDenied("only an active member has memories")
+
+
 def editable(actor: Member, memory_id: Any, *, change: str = "change") -> Memory:
     """The memory ``actor`` may change, locked for update.
 
@@ -189,6 +207,7 @@ def editable(actor: Member, memory_id: Any, *, change: str = "change") -> Memory
     caller's transaction: it stands only if the change does).
     """
     _require_member(actor)
+    _still_here(actor, lock=False)
     memory = Memory.objects.visible_to(actor).select_for_update().get_by_id(memory_id)
     if not may_change(actor, memory):
         raise PermissionDenied("only the author or an admin may change a shared memory")
@@ -277,6 +296,7 @@ def memory_remember(
     occurred_at = checked_occurred_at(occurred_at)
     vector, model = _embed(text)
 
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
         neighbours = nearest(actor, layer, vector) if vector is not None else []
         top = neighbours[0] if neighbours else None
@@ -317,6 +337,7 @@ def memory_remember(
         )
         if settled is not None:
             capture.contradiction, capture.contradicted, capture.contradiction_outcome = settled
+        _still_here(actor, lock=outermost)
         return capture
 
 
