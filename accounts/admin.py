@@ -32,7 +32,7 @@ from oauth.selectors import connections_for
 
 class InviteForm(forms.Form):
     username = forms.CharField(max_length=150, help_text="Letters, digits and @/./+/-/_ only.")
-    email = forms.EmailField(help_text="The invitation link is sent here. It works once and expires.")
+    email = forms.EmailField(max_length=254, help_text="The invitation link is sent here. It works once and expires.")
     role = forms.ChoiceField(choices=Member.Role.choices, initial=Member.Role.MEMBER)
 
 

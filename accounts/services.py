@@ -72,6 +72,8 @@ def invitation_send(*, actor: Principal, member: Member) -> Invitation:
     email = str(member.user.email or "")
     if not email:
         raise ValidationError({"email": f"{member.username} has no email address to invite"})
+    if member.offboarded_at is not None:
+        raise ValidationError(f"{member.username} has left (offboarded); add them again as a new member")
     if not (member.is_active and member.user.is_active):
         raise ValidationError(f"{member.username} is suspended; reactivate them before inviting")
     if member.user.has_usable_password():
@@ -249,6 +251,10 @@ def member_reactivate(*, actor: Principal, member: Member) -> Member:
     require_administrator(actor)
     with transaction.atomic():
         locked = _lock(member)
+        # Who may take an owner's access away may give it back, and nobody else: an admin
+        # reactivating an owner whom an owner had suspended undid what only owners may do.
+        if locked.role == Member.Role.OWNER and not may_touch_ownership(actor):
+            raise ValidationError("only an owner can reactivate an owner")
         if locked.offboarded_at is not None:
             raise ValidationError(f"{locked.username} has left (offboarded); add them again as a new member")
         if locked.is_active and locked.user.is_active:

@@ -304,8 +304,13 @@ def build_reject_view(request: HttpRequest, member: Member, public_id: str) -> H
         build_reject(actor=member, build=build, note=form.cleaned_data["reason"])
     except (SecretRefused, NulRefused) as refused:
         return error_response(request, 400, "refused", str(refused))
-    except (PermissionDenied, ValidationError):
+    except PermissionDenied:
         raise PermissionDenied("you may not reject this build") from None
+    except ValidationError as refused:
+        # Decided meanwhile (another tab, another reviewer, a double submit): say so on the
+        # build, which shows what became of it — not "you may not", which was untrue.
+        messages.error(request, f"Not rejected: {' '.join(refused.messages)}.")
+        return redirect("builds:build-detail", public_id=build.public_id)
     return redirect("builds:build-detail", public_id=build.public_id)
 
 

@@ -158,7 +158,7 @@ class MemberForm(forms.ModelForm):
         required=False,
         help_text="Only when adding a member. Letters, digits and @/./+/-/_ only.",
     )
-    email = forms.EmailField(required=False)
+    email = forms.EmailField(required=False, max_length=254)  # the user row's column (Django's form allows 320)
     password = forms.CharField(
         widget=forms.PasswordInput,
         required=False,
@@ -673,10 +673,44 @@ class UserAdmin(AuditedDeletes, DjangoUserAdmin):
             url = reverse("admin:grants_member_change", args=[member.pk])
             return format_html('<a href="{}">{}</a>', url, member.get_role_display())
         return format_html(
-            "<strong>none</strong> — this login reaches no page, memory or build; "
-            'add it as a member under <a href="{}">Members</a>',
-            reverse("admin:grants_member_changelist"),
+            "<strong>none</strong> — this login reaches no page, memory or build; select it and "
+            "run the action <em>{}</em>",
+            self.make_members.short_description,  # type: ignore[attr-defined]  # set by @admin.action
         )
+
+    # Offered only to whom its saves are allowed (admin_actor): staff holding Django's user
+    # permissions but no member row were shown the forms and refused after submitting them —
+    # after the password form had already saved the password, unaudited and untold.
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return may_administer(request) and bool(super().has_module_permission(request))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return may_administer(request) and bool(super().has_view_permission(request, obj))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return may_administer(request) and bool(super().has_add_permission(request))
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return may_administer(request) and bool(super().has_change_permission(request, obj))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return may_administer(request) and bool(super().has_delete_permission(request, obj))
+
+    @admin.action(description="Make the selected logins members (role: member)", permissions=["change"])
+    def make_members(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        """A login made here (or by createsuperuser) has no member row; the Members add form
+        makes a new login, so this is where an existing one becomes a member."""
+        actor = admin_actor(request)
+        made = 0
+        with transaction.atomic():
+            for user in queryset.filter(member__isnull=True, is_active=True):
+                services.member_ensure(actor=actor, user=user)
+                made += 1
+        skipped = queryset.count() - made
+        note = f"; {skipped} already members or inactive, left as they were" if skipped else ""
+        self.message_user(request, f"{made} login(s) made members{note}.")
+
+    actions = ["make_members"]
 
     # A member's login changes through the member's own pages (suspend, reactivate, role):
     # unticking "active" here skipped suspension's revocations — ticking it again brought back
@@ -704,11 +738,15 @@ class UserAdmin(AuditedDeletes, DjangoUserAdmin):
                          metadata={"fields": sorted(form.changed_data)})  # fmt: skip
 
     def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> Any:
-        response = super().user_change_password(request, id, form_url)
-        if request.method == "POST" and response.status_code == 302:
-            user = self.get_object(request, unquote(id))
-            if user is not None:
-                services.password_set_by_administrator(actor=admin_actor(request), user=user)
+        # Who is acting, before anything is saved; the password, its audit event and the mail
+        # to the person in one transaction: a password is never set silently.
+        actor = admin_actor(request) if request.method == "POST" else None
+        with transaction.atomic():
+            response = super().user_change_password(request, id, form_url)
+            if actor is not None and response.status_code == 302:
+                user = self.get_object(request, unquote(id))
+                if user is not None:
+                    services.password_set_by_administrator(actor=actor, user=user)
         return response
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
@@ -11,6 +13,8 @@ from django.db.models import Q
 from brain.leases import LeasedJob
 from grants.models import CATEGORY_SQL_REGEX, ServiceAccount
 from mirror.git import check_branch, remote_transport
+
+NAME_RULE = "lower-case letters, digits, '-' and '_', starting with a letter or digit, at most 64"
 
 
 class Mirror(LeasedJob):
@@ -29,7 +33,7 @@ class Mirror(LeasedJob):
         MOVED = "moved", "remote moved: someone else wrote to the branch"
         FAILING = "failing", "failing"
 
-    name = models.CharField(max_length=64, unique=True, help_text="Lower-case letters, digits and '-'.")
+    name = models.CharField(max_length=64, unique=True, help_text=NAME_RULE[0].upper() + NAME_RULE[1:] + ".")
     remote_url = models.CharField(
         max_length=500,
         help_text="https://github.com/org/repo.git, git@github.com:org/repo.git, ssh://… or file:///srv/repo.git",
@@ -76,6 +80,9 @@ class Mirror(LeasedJob):
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
+        if self.name and not re.fullmatch(CATEGORY_SQL_REGEX, self.name):
+            # Said here, by name: the database's check would only say its constraint is violated.
+            errors["name"] = f"{self.name[:64]!r} is not a mirror name: use {NAME_RULE}"
         try:
             transport = remote_transport(self.remote_url)
         except ValueError as exc:

@@ -257,7 +257,7 @@ class AdminUsersTests(BrainTestCase):
         listing = self.client.get("/admin/auth/user/").content.decode()
         assert "this login reaches no page, memory or build" in listing
         change = self.client.get(f"/admin/auth/user/{lonely.pk}/change/").content.decode()
-        assert "add it as a member under" in change
+        assert "Make the selected logins members" in change
 
     def test_a_members_login_is_not_renamed_or_switched_off_in_the_user_admin(self) -> None:
         """Unticking "active" there skipped suspension (ticking it again revived every revoked

@@ -1,0 +1,137 @@
+"""What the admin offers, it lets you save; what it refuses, it says why, beside what you typed.
+
+Each case a reviewer reached: a page offered whose save was refused (after the password form
+had already saved a password, unaudited and untold), an error that named a database
+constraint, a bare 400 for a too-long email, "you may not" for a build simply decided in
+another tab, an admin undoing an owner's suspension of an owner.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core import mail
+from django.core.exceptions import ValidationError
+
+from accounts.services import invitation_send, member_offboard, member_suspend
+from builds.driver import import_job_create, job_step
+from builds.models import BuildJob
+from grants.models import AuditEvent, Member
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create, service_account_create
+from tests.base import BrainTestCase, page_markdown
+
+PASSWORD = "another long pass 77"
+FORM = {"password1": PASSWORD, "password2": PASSWORD, "usable_password": "true"}
+
+
+class StaffWithoutAMemberRowTests(BrainTestCase):
+    """Django's user permissions given to a login with no member row: nothing is offered."""
+
+    def setUp(self) -> None:
+        self.staff = get_user_model().objects.create_user("staffy", "s@example.com", "pw-staffy-12345", is_staff=True)
+        self.staff.user_permissions.add(*Permission.objects.filter(
+            codename__in=["add_user", "change_user", "view_user", "delete_user"]))  # fmt: skip
+        self.nina = get_user_model().objects.create_user("nina", "nina@example.com", "old-password-123")
+        self.client.force_login(self.staff)
+
+    def test_the_user_pages_are_not_offered(self) -> None:
+        for url in ("/admin/auth/user/", "/admin/auth/user/add/", f"/admin/auth/user/{self.nina.pk}/change/",
+                    f"/admin/auth/user/{self.nina.pk}/delete/"):  # fmt: skip
+            assert self.client.get(url).status_code == 403, url
+
+    def test_a_password_is_never_set_unaudited(self) -> None:
+        answer = self.client.post(f"/admin/auth/user/{self.nina.pk}/password/", FORM)
+        assert answer.status_code in (400, 403)
+        self.nina.refresh_from_db()
+        assert not self.nina.check_password(PASSWORD)
+        assert mail.outbox == []
+
+
+class UserAdminTests(BrainTestCase):
+    def test_a_password_set_by_an_administrator_is_audited_and_told(self) -> None:
+        nina = get_user_model().objects.create_user("nina", "nina@example.com", "old-password-123")
+        self.client.force_login(self.charlie.user)
+        superuser_like = get_user_model().objects.get(pk=self.charlie.user.pk)
+        superuser_like.is_superuser = True
+        superuser_like.save(update_fields=["is_superuser"])
+        answer = self.client.post(f"/admin/auth/user/{nina.pk}/password/", FORM)
+        assert answer.status_code == 302
+        nina.refresh_from_db()
+        assert nina.check_password(PASSWORD)
+        assert (
+            AuditEvent.objects.filter(action="member.password_set").exists()
+            or AuditEvent.objects.filter(target="nina").exists()
+        )
+        assert [message.to for message in mail.outbox] == [["nina@example.com"]]
+
+    def test_a_login_without_a_member_row_is_made_a_member_by_the_action_the_list_names(self) -> None:
+        root = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root-123456")
+        nina = get_user_model().objects.create_user("nina", "nina@example.com", "a long passphrase 42")
+        self.client.force_login(root)
+        listing = self.client.get("/admin/auth/user/").content.decode()
+        assert "Make the selected logins members" in listing
+        answer = self.client.post("/admin/auth/user/", {"action": "make_members", "_selected_action": [nina.pk]})
+        assert answer.status_code == 302
+        assert Member.objects.get(user=nina).role == Member.Role.MEMBER
+        assert AuditEvent.objects.filter(action="member.create", target="nina").exists()
+
+
+class MemberFormTests(BrainTestCase):
+    def test_an_email_longer_than_its_column_is_a_form_error_keeping_the_input(self) -> None:
+        self.client.force_login(self.charlie.user)
+        long_email = "a" * 250 + "@example.com"
+        answer = self.client.post("/admin/grants/member/add/", {
+            "username": "dora", "email": long_email, "password": "a long passphrase 42", "role": "member"})  # fmt: skip
+        assert answer.status_code == 200
+        assert b"errorlist" in answer.content
+        assert b"dora" in answer.content  # what was typed is still there
+        assert not Member.objects.filter(user__username="dora").exists()
+
+
+class OwnerLifecycleTests(BrainTestCase):
+    def test_an_admin_cannot_reactivate_an_owner_an_owner_suspended(self) -> None:
+        olivia = member_create(actor=SYSTEM, username="olivia", role="owner")
+        oscar = member_create(actor=SYSTEM, username="oscar", role="owner")
+        member_suspend(actor=olivia, member=oscar)
+        self.client.force_login(self.charlie.user)  # an admin
+        answer = self.client.post(f"/admin/grants/member/{oscar.pk}/reactivate/", follow=True)
+        assert "only an owner can reactivate an owner" in answer.content.decode().lower()
+        oscar.refresh_from_db()
+        assert not oscar.is_active
+
+    def test_a_new_invitation_to_someone_who_left_says_they_left(self) -> None:
+        owner = member_create(actor=SYSTEM, username="olivia", role="owner")
+        gone = member_create(actor=SYSTEM, username="gina", email="gina@example.com")
+        member_offboard(actor=owner, member=gone, send_export=False)
+        with pytest.raises(ValidationError, match="has left"):
+            invitation_send(actor=owner, member=Member.objects.get(pk=gone.pk))
+
+
+class ReviewTests(BrainTestCase):
+    def test_rejecting_a_build_decided_in_another_tab_says_so(self) -> None:
+        victor = member_create(actor=SYSTEM, username="victor")
+        grant_issue(actor=SYSTEM, member=victor, path="topics/", permission="approve")
+        files = [("topics/pricing/renewals.md", page_markdown(title="Renewals", body="# Renewals\n\nYearly.\n"))]
+        build = import_job_create(requester=self.alice, files=files, title="Renewal terms")
+        while job_step(BuildJob.objects.get(build=build).pk) == "progress":
+            pass
+        self.client.force_login(victor.user)
+        assert self.client.post(f"/builds/{build.public_id}/reject", {"reason": "no"}).status_code == 302
+        again = self.client.post(f"/builds/{build.public_id}/reject", {"reason": "second tab"}, follow=True)
+        assert again.status_code == 200
+        assert "only a build awaiting review can be rejected" in again.content.decode()
+
+
+class MirrorFormTests(BrainTestCase):
+    def test_a_bad_mirror_name_is_said_by_its_rule(self) -> None:
+        account = service_account_create(actor=SYSTEM, name="mirror-bot")
+        self.client.force_login(self.charlie.user)
+        answer = self.client.post("/admin/mirror/mirror/add/", {
+            "name": "Wiki Mirror", "remote_url": "https://github.com/o/r.git", "branch": "main",
+            "service_account": account.pk, "enabled": "on"})  # fmt: skip
+        assert answer.status_code == 200
+        page = answer.content.decode()
+        assert "mirror_name_form" not in page
+        assert "lower-case letters, digits" in page
