@@ -786,7 +786,7 @@ def personal_layer_delete(*, member: Member) -> int:
     company layer. The append-only event history keeps one ``deleted`` event per memory, as
     a forget does (events never hold content).
     """
-    from memory.models import CalendarSubscription, MemoryApiToken, PromptCapsuleRevision
+    from memory.models import CalendarSubscription, MemoryApiToken, PromptCapsuleRevision, VaultImport
 
     with transaction.atomic():
         personal = Memory.objects.filter(author=member, workspace=Workspace.PERSONAL)
@@ -804,6 +804,9 @@ def personal_layer_delete(*, member: Member) -> int:
         # theirs (a private feed's URL is its key): the personal layer includes both.
         MemoryInsight.objects.filter(member=member).delete()
         CalendarSubscription.objects.filter(member=member).delete()
+        # Their imports too: a queued one holds their notes, a finished one their note names.
+        # A worker still running one loses its row (its lease) and stores nothing.
+        VaultImport.objects.filter(member=member).delete()
     return len(ids)
 
 

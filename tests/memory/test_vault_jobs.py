@@ -313,11 +313,15 @@ def test_only_the_notes_are_kept_for_the_worker_and_bad_zips_are_refused_at_once
     assert VaultImport.objects.filter(member=alice).count() == 1
 
 
-def test_an_import_does_not_outlive_its_persons_offboarding(alice: Member, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The offboarding deletes the personal layer; an import still storing must not add to it after."""
+@pytest.mark.parametrize("leaving", ["offboard", "suspend"])
+def test_an_import_does_not_outlive_its_persons_offboarding(
+    alice: Member, monkeypatch: pytest.MonkeyPatch, leaving: str
+) -> None:
+    """The offboarding deletes the personal layer; an import still storing must not add to it
+    after. A suspension keeps the import's row, which says why nothing was imported."""
     import threading
 
-    from accounts.services import member_offboard
+    from accounts.services import member_offboard, member_suspend
     from grants.services import member_create as create
 
     admin = create(actor=SYSTEM, username="root", role="admin")
@@ -329,15 +333,22 @@ def test_an_import_does_not_outlive_its_persons_offboarding(alice: Member, monke
         nonlocal calls
         calls += 1
         if calls == 2:
-            done = threading.Thread(target=lambda: member_offboard(actor=admin, member=alice, send_export=False))
+            leave = (lambda: member_offboard(actor=admin, member=alice, send_export=False)) if leaving == "offboard" \
+                else (lambda: member_suspend(actor=admin, member=alice))  # fmt: skip
+            done = threading.Thread(target=leave)
             done.start()
             done.join(30)
         return store_one(*args, **kwargs)
 
     monkeypatch.setattr(common, "_store_one", offboarded_meanwhile)
-    assert vault_import_run(job_id) == "refused"
-    assert VaultImport.objects.get(pk=job_id).problems == [common.GONE]
+    outcome = vault_import_run(job_id)
     assert not Memory.objects.filter(author=alice).exists()
+    if leaving == "offboard":
+        assert outcome in ("refused", "lease-lost")
+        assert not VaultImport.objects.filter(pk=job_id).exists()  # deleted with the personal layer
+    else:
+        assert outcome == "refused"
+        assert VaultImport.objects.get(pk=job_id).problems == [common.GONE]
 
 
 def test_the_link_phase_keeps_the_lease_alive(alice: Member) -> None:
@@ -387,3 +398,18 @@ def test_a_polled_import_that_is_gone_stops_the_polling(alice: Member) -> None:
     gone = client.get(f"/memory/import/{uuid.uuid4()}/", HTTP_HX_REQUEST="true")
     assert gone.status_code == 286  # htmx: stop polling
     assert client.get(f"/memory/import/{uuid.uuid4()}/").status_code == 404
+
+
+def test_offboarding_deletes_the_persons_imports_queued_and_finished(alice: Member) -> None:
+    """A queued import holds the person's notes and a finished one their notes' names: both
+    are the personal layer, deleted with it, not kept for the 30 days finished rows live."""
+    from accounts.services import member_offboard
+    from grants.services import member_create as create
+
+    finished = api(alice, "post", "import/obsidian", vault("Garden", 5)).json()["id"]
+    assert vault_import_run(finished) == "done"
+    queued = api(alice, "post", "import/obsidian", vault("Orchard", 5)).json()["id"]
+    member_offboard(actor=create(actor=SYSTEM, username="root", role="admin"), member=alice, send_export=False)
+    assert not VaultImport.objects.filter(pk__in=[finished, queued]).exists()
+    assert vault_import_run(queued) != "done"  # its message still in the queue finds nothing to run
+    assert not Memory.objects.filter(author=alice, workspace="personal").exists()
