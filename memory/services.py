@@ -179,6 +179,13 @@ def _require_member(actor: Any) -> Member:
     return actor
 
 
+def member_still_here(actor: Member, *, lock: bool = False) -> bool:
+    """Whether ``actor`` is still an active member, read now (``lock``: the row stays locked
+    until the caller's transaction commits, so a suspension or offboarding waits for it)."""
+    rows = Member.objects.filter(pk=actor.pk, is_active=True, offboarded_at=None)
+    return (rows.select_for_update() if lock else rows).exists()
+
+
 def _still_here(actor: Member, *, lock: bool) -> None:
     """``PermissionDenied`` (rolling the caller's transaction back) when ``actor`` was
     suspended or offboarded since the caller loaded them.
@@ -192,8 +199,7 @@ def _still_here(actor: Member, *, lock: bool) -> None:
     transaction (an import) the row is only read: the import locks it at its end
     (``memory.vaults.common.store_plan``), and an offboarding never waits minutes on it.
     """
-    rows = Member.objects.filter(pk=actor.pk, is_active=True, offboarded_at=None)
-    if not (rows.select_for_update() if lock else rows).exists():
+    if not member_still_here(actor, lock=lock):
         raise PermissionDenied("only an active member has memories")
 
 

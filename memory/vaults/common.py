@@ -30,6 +30,7 @@ from memory.classify import MemoryInvalid, normalise_tags
 from memory.models import Memory, MemoryLink
 from memory.services import (
     MAX_CONTENT,
+    member_still_here,
     memory_capture_from,
     memory_link,
     memory_set_status,
@@ -246,7 +247,7 @@ def store_plan(
             try:
                 outcome, memory = _store_one(actor, note, source, layer)
             except (DomainError, PermissionDenied, Memory.DoesNotExist) as failed:
-                if not _still_here(actor):
+                if not member_still_here(actor):
                     raise ImportRefused([GONE]) from None  # said once, not as this note's fault
                 raise ImportRefused([f"{note.label}: {failed}"]) from None
             stored[note.key] = memory
@@ -258,15 +259,9 @@ def store_plan(
         # turns. An import that ran while its person was offboarded would otherwise commit
         # personal memories after the offboarding deleted the layer (a background import
         # runs for minutes, long after its request checked the person was active).
-        if not _still_here(actor, lock=True):
+        if not member_still_here(actor, lock=True):
             raise ImportRefused([GONE])
     return report
-
-
-def _still_here(actor: Member, *, lock: bool = False) -> bool:
-    """Whether ``actor`` is still an active member (``lock``: and keeps the row locked until commit)."""
-    rows = Member.objects.filter(pk=actor.pk, is_active=True, offboarded_at=None)
-    return (rows.select_for_update() if lock else rows).exists()
 
 
 GONE = "your account was suspended or offboarded while the import ran; nothing was imported"
