@@ -142,13 +142,22 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     is_requester = (isinstance(approver, Member) and approver.pk == build.requester_id) or (
         isinstance(approver, SystemPrincipal) and build.requester_id is None and build.kind != Build.Kind.IMPORT
     )
-    if is_requester and not builds_settings()["ALLOW_SELF_APPROVAL"]:
-        blockers.append("the requester cannot approve their own build")
+    parts = build_parts(build)
+    changes, captures, figures = parts.changes, parts.captures, parts.figures
+    # Who wrote a draft is its author whoever requests the build now: a build handed on at a
+    # suspension keeps its first requester's drafts, and they must not approve them either.
+    authored = isinstance(approver, Member) and any(
+        change.revision is not None and change.revision.author_id == approver.pk for change in changes
+    )
+    if (is_requester or authored) and not builds_settings()["ALLOW_SELF_APPROVAL"]:
+        blockers.append(
+            "the requester cannot approve their own build"
+            if is_requester
+            else "you wrote drafts in this build: someone else must approve it"
+        )
         # That is the whole answer for them: the per-page reasons would differ between a draft
         # over a live page they cannot read and one on a free path, telling them it exists.
         return blockers
-    parts = build_parts(build)
-    changes, captures, figures = parts.changes, parts.captures, parts.figures
     if not changes and not captures and not figures:
         blockers.append("the build has no changes")
     hidden = "the build changes pages you may not approve"  # never a path or a count
@@ -176,7 +185,59 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
             )
         ):
             blockers.append(f"{page.path}: you may not approve figure {recorded.draft.key} on this page")
+    blockers.extend(_figure_blockers(approver, build, hidden=hidden, already=blockers))
     blockers.extend(_change_blockers(approver, build, hidden=hidden, already=blockers))
+    return blockers
+
+
+def _figure_blockers(approver: Principal, build: Build, *, hidden: str, already: list[str]) -> list[str]:
+    """What the figure values add to ``build_promotion_blockers``: each value held for a page
+    the build creates must still be for a page it writes, one the approver reads (its change
+    is approved with the page); and a capture a value cites — a draft's or a held one's —
+    must be the build's own or readable by the approver, as a page draft's citations must.
+    At most two queries, however many values."""
+    from corpus.models import Source
+
+    if isinstance(approver, SystemPrincipal):
+        return []
+    parts = build_parts(build)
+    blockers: list[str] = []
+
+    def block(reason: str) -> None:
+        if reason not in blockers and reason not in already:
+            blockers.append(reason)
+
+    written = {
+        change.revision.path: change
+        for change in parts.changes
+        if change.revision is not None and change.action != BuildChange.Action.DELETE
+    }
+    readable = readable_changes(approver, build) if parts.pending else set()
+    own_sources = {recorded.source_id for recorded in parts.captures}
+    own_keys = {recorded.source.key for recorded in parts.captures}
+    cited_ids = {
+        recorded.figure.source_id
+        for recorded in parts.figures
+        if recorded.figure is not None and recorded.figure.source_id is not None
+    } - own_sources
+    cited_keys: set[str] = set()
+    for item in parts.pending:
+        held: dict[str, Any] = item.pending or {}
+        change = written.get(str(held.get("page_path", "")))
+        if change is None:
+            # The change that wrote its page was replaced: the value would land on a page this
+            # build no longer brings, unreviewed. Neither the page nor the key is named.
+            block("a figure value this build holds is for a page it no longer writes; record it again")
+        elif change.pk not in readable:
+            block(hidden)
+        if held.get("source_key") and held["source_key"] not in own_keys:
+            cited_keys.add(str(held["source_key"]))
+    if cited_ids or cited_keys:
+        seen = Source.objects.visible_to(approver, "read")
+        seen_ids = set(seen.filter(pk__in=cited_ids).values_list("pk", flat=True)) if cited_ids else set()
+        seen_keys = set(seen.filter(key__in=cited_keys).values_list("key", flat=True)) if cited_keys else set()
+        if cited_ids - seen_ids or cited_keys - seen_keys:
+            block("a figure value cites a capture you cannot read; someone who can must approve it")
     return blockers
 
 
@@ -235,7 +296,11 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
             return True
         if page.current_revision_id is None or not approves(page.path, page.category, page.sensitivity):
             return False
-        return page.change_policy != "owner" or (isinstance(approver, Member) and approver.pk == page.owner_id)
+        return (
+            page.change_policy != "owner"
+            or not page.owner.binds_as_owner
+            or (isinstance(approver, Member) and approver.pk == page.owner_id)
+        )
 
     authors_reading: dict[int, set[str]] = {}
 
@@ -321,10 +386,18 @@ def _change_blockers(approver: Principal, build: Build, *, hidden: str, already:
         if unseen:
             assert existing is not None
             reader_sees_it = system or (Page.objects.visible_to(approver, "read").filter(pk=existing.pk).exists())
+            # An author suspended since (their build handed on) reads nothing: say that, not
+            # that they could never read the page. (Only here, so a review page pays nothing.)
+            author_id = change.revision.author_id
+            assert author_id is not None  # unseen is judged only for an authored draft
+            author_left = not Member.objects.filter(pk=author_id, is_active=True, user__is_active=True).exists()
             block(
-                f"{target}: its author cannot read the live page there; it would replace it unseen"
-                if reader_sees_it
-                else hidden
+                hidden
+                if not reader_sees_it
+                else f"{target}: its author is no longer an active member, so this draft cannot vouch for the "
+                "live page it replaces; reject the build and draft the page again"
+                if author_left
+                else f"{target}: its author cannot read the live page there; it would replace it unseen"
             )
             continue
         may = approves(document.path, document.category, document.sensitivity) and (

@@ -286,8 +286,10 @@ def build_approve(request: HttpRequest, member: Member, public_id: str) -> HttpR
         build_promote(actor=member, build=build, note=form.cleaned_data["note"])
     except (SecretRefused, NulRefused) as refused:
         return error_response(request, 400, "refused", str(refused))
-    except PromotionBlocked:
-        # The detail page lists the blockers; nothing was promoted.
+    except PromotionBlocked as blocked:
+        # Nothing was promoted. Said here too: a reason found only while promoting (a page
+        # changed meanwhile) is not yet in the list the detail page shows.
+        messages.error(request, f"Not promoted: {'; '.join(blocked.blockers)}.")
         return redirect("builds:build-detail", public_id=build.public_id)
     return redirect("builds:build-detail", public_id=build.public_id)
 

@@ -429,7 +429,13 @@ def may_approve_live_page(actor: Principal | None, page: Page) -> bool:
         return True
     if not Page.objects.visible_to(actor, "approve").filter(pk=page.pk).exists():
         return False
-    return page.change_policy != "owner" or (isinstance(actor, Member) and actor.pk == page.owner_id)
+    # The owner rule binds only an active owner (Member.binds_as_owner), as for a write: a
+    # page whose owner was suspended or left falls back to its approve holders.
+    return (
+        page.change_policy != "owner"
+        or not page.owner.binds_as_owner
+        or (isinstance(actor, Member) and actor.pk == page.owner_id)
+    )
 
 
 def page_retire(*, actor: Principal, path: str) -> Page:
