@@ -199,7 +199,13 @@ def acting_requester(build: Build) -> Principal:
 
 
 def build_write_page(
-    *, build: Build, path: str, markdown: str, document: PageDocument | None = None, read_at: Any = None
+    *,
+    build: Build,
+    path: str,
+    markdown: str,
+    document: PageDocument | None = None,
+    read_at: Any = None,
+    carried: frozenset[str] = frozenset(),
 ) -> BuildChange:
     """Write a draft of ``path`` on the build's branch, as its requester.
 
@@ -210,6 +216,8 @@ def build_write_page(
     earlier one (a link, a section): the change keeps that moment (``BuildChange.written_at``),
     so a live change promoted since still blocks it ("the live page changed after this draft
     was written") — re-deriving it must not hide a live edit it would overwrite.
+    ``carried``: capture keys a derived draft carried over from the page's own text, kept
+    even where the requester cannot read them (``corpus.frontmatter.check_references``).
     """
     with transaction.atomic():
         locked = _lock(build)
@@ -217,8 +225,9 @@ def build_write_page(
             raise ValidationError("the build is not open for changes")
         if document is None:
             document = page_validate(
-                actor=acting_requester(locked), path=path, markdown=markdown, branch_sources=branch_capture_keys(locked)
-            )
+                actor=acting_requester(locked), path=path, markdown=markdown,
+                branch_sources=branch_capture_keys(locked), carried=carried,
+            )  # fmt: skip
         revision, _ = revision_create(actor=acting_requester(locked), path=path, markdown=markdown, document=document)
         change, _ = BuildChange.objects.update_or_create(
             build=locked,
@@ -294,8 +303,9 @@ def build_move_page(*, build: Build, path: str, new_path: str) -> BuildChange:
         source = drafted.revision if drafted is not None and drafted.revision is not None else current
         markdown = _markdown_of(source.frontmatter, source.body)
         document = page_validate(
-            actor=requester, path=new_path, markdown=markdown, branch_sources=branch_capture_keys(locked)
-        )
+            actor=requester, path=new_path, markdown=markdown, branch_sources=branch_capture_keys(locked),
+            carried=_cited_keys(source.frontmatter),
+        )  # fmt: skip
         revision, _ = revision_create(actor=requester, path=new_path, markdown=markdown, document=document)
         read_at = drafted.written_at if drafted is not None and drafted.revision is not None else None
         change, _ = BuildChange.objects.update_or_create(
@@ -423,7 +433,8 @@ def build_link_pages(*, build: Build, path: str, target: str, link: bool = True)
     if not link:
         related = [item for item in related if item != target]
     frontmatter["related"] = related
-    return build_write_page(build=build, path=path, markdown=_markdown_of(frontmatter, body), read_at=read_at)
+    return build_write_page(build=build, path=path, markdown=_markdown_of(frontmatter, body), read_at=read_at,
+                            carried=_cited_keys(frontmatter))  # fmt: skip
 
 
 def build_add_section(*, build: Build, path: str, heading: str, text: str, cite: str) -> BuildChange:
@@ -433,6 +444,7 @@ def build_add_section(*, build: Build, path: str, heading: str, text: str, cite:
     ``Page.DoesNotExist`` when the requester cannot read a page at ``path`` (as for a missing one).
     """
     frontmatter, body, read_at = _branch_markdown(build, path)
+    carried = _cited_keys(frontmatter)
     existing = frontmatter.get("sources") or []
     sources = [str(item) for item in existing] if isinstance(existing, list) else []
     if f"capture:{cite}" not in sources:
@@ -441,8 +453,17 @@ def build_add_section(*, build: Build, path: str, heading: str, text: str, cite:
     frontmatter["as_of"] = timezone.localdate().isoformat()
     section = f"## {' '.join(heading.split())}\n\n{text.strip()}\n"
     return build_write_page(
-        build=build, path=path, markdown=_markdown_of(frontmatter, body.rstrip() + "\n\n" + section), read_at=read_at
-    )
+        build=build, path=path, markdown=_markdown_of(frontmatter, body.rstrip() + "\n\n" + section), read_at=read_at,
+        carried=carried,
+    )  # fmt: skip
+
+
+def _cited_keys(frontmatter: dict[str, Any]) -> frozenset[str]:
+    """The capture keys a page's frontmatter cites (what a draft derived from it carries over)."""
+    sources = frontmatter.get("sources") or []
+    if not isinstance(sources, list):
+        return frozenset()
+    return frozenset(str(item).removeprefix("capture:") for item in sources)
 
 
 def _markdown_of(frontmatter: dict[str, object], body: str) -> str:

@@ -296,17 +296,24 @@ def parse_page(path: str, markdown: str) -> PageDocument:
 
 
 def check_references(
-    document: PageDocument, *, principal: Principal | None, branch_sources: frozenset[str] = frozenset()
+    document: PageDocument,
+    *,
+    principal: Principal | None,
+    branch_sources: frozenset[str] = frozenset(),
+    carried: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Database checks: the owner is an active member; every cited capture exists.
 
-    A capture ``principal`` may not read is reported exactly like a missing one — unless the
-    live page at this path already cites it: a redraft carries the page's citations over
-    (nothing is lost on promotion), and naming one the author never saw would reveal it.
+    A capture ``principal`` may not read is reported exactly like a missing one — unless it
+    is ``carried``: a citation the server itself carried over from the page's own text (a
+    link, a section or a move derived from the page; an import identical to the live page),
+    so nothing is lost on promotion. Never because the live page happens to cite it: the
+    author's own text naming a hidden key would then be accepted where a missing key is
+    refused, telling them what the page cites.
     ``branch_sources``: captures recorded on the same build (drafts until it is promoted,
     which makes them live together with the page citing them).
     """
-    from corpus.models import Page, Source
+    from corpus.models import Source
     from grants.models import Member
 
     problems: list[Problem] = []
@@ -316,15 +323,9 @@ def check_references(
     known = set(visible.values_list("key", flat=True)) | (branch_sources & set(document.sources))
     unknown = [source_id for source_id in document.sources if source_id not in known]
     if unknown:
-        live = (
-            Page.objects.visible_to(principal, "read")
-            .filter(path=document.path)
-            .select_related("current_revision")
-            .first()
+        live_keys = set(
+            Source.objects.filter(key__in=carried & set(unknown), is_live=True).values_list("key", flat=True)
         )
-        cited = live.current_revision.frontmatter.get("sources", []) if live and live.current_revision else []
-        carried = {str(ref).removeprefix("capture:") for ref in cited}
-        live_keys = set(Source.objects.filter(key__in=carried, is_live=True).values_list("key", flat=True))
         for source_id in unknown:
             if source_id not in live_keys:
                 problems.append(Problem("sources", f"capture:{source_id} does not exist"))

@@ -188,12 +188,15 @@ def page_validate(
     markdown: str,
     unchanged: bool = False,
     branch_sources: frozenset[str] = frozenset(),
+    carried: frozenset[str] = frozenset(),
 ) -> PageDocument:
     """Validate a page without writing it: path, frontmatter, references, NUL, secrets.
 
     ``unchanged``: the caller found ``markdown`` identical to the live revision of ``path``
     and will not store it again (an import skips such files), so the secret scans — which
-    that revision passed when it was written — are skipped; everything else is checked.
+    that revision passed when it was written — are skipped, and its citations are the live
+    page's own; everything else is checked. ``carried``: capture keys the caller carried over
+    from the page's own text (``check_references``).
 
     Raises ``PageInvalid`` (every problem listed) or ``SecretRefused``/``NulRefused``.
     """
@@ -201,7 +204,9 @@ def page_validate(
     if not unchanged:
         _refuse_page(actor=actor, path=path, markdown=markdown)
     document = parse_page(path, markdown)
-    problems = check_references(document, principal=actor, branch_sources=branch_sources)
+    if unchanged:
+        carried = carried | frozenset(document.sources)
+    problems = check_references(document, principal=actor, branch_sources=branch_sources, carried=carried)
     if problems:
         raise PageInvalid(problems)
     if not unchanged:

@@ -1,0 +1,71 @@
+"""A hidden capture cited by a page is carried by the server, never confirmed to its author.
+
+The author's own text naming a capture they cannot read is answered exactly like a missing
+key, whether or not the live page cites it (it was accepted when the page cited it: an
+oracle for what a page cites). Drafts the server derives from the page — a link, a section,
+a move — carry the page's citations over, hidden ones included, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.test import Client
+
+from builds.models import BuildChange
+from builds.services import (
+    build_add_section,
+    build_credential_issue,
+    build_link_pages,
+    build_move_page,
+    build_open,
+)
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from tests.base import BrainTestCase, capture, page_markdown, publish
+
+PAGE = "topics/pricing/price-list.md"
+HIDDEN = "capture:board/secret-deal"
+
+
+class HiddenCitationTests(BrainTestCase):
+    def setUp(self) -> None:
+        self.dora = member_create(actor=SYSTEM, username="dora")
+        grant_issue(actor=SYSTEM, member=self.dora, path="topics/", permission="suggest")
+        grant_issue(actor=SYSTEM, member=self.dora, path="captures/notes/", permission="read")
+        capture("board/secret-deal", title="Secret deal memo", sensitivity="restricted")
+        capture("board/other-secret", title="Other", sensitivity="restricted")
+        capture("notes/call", title="Call notes")
+        publish(PAGE, title="Price list", owner="alice", sources=["board/secret-deal"])
+        self.build = build_open(actor=self.dora, title="edits")
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        token = build_credential_issue(actor=self.dora, build=self.build)[1]
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        response = Client().post("/api/build/mcp", data=json.dumps(body), content_type="application/json",
+                                 HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+        return dict(response.json()["result"])
+
+    def test_the_authors_text_naming_a_hidden_key_is_answered_as_a_missing_one(self) -> None:
+        for tool in ("validate_page", "write_page"):
+            answers = []
+            for key in ("board/secret-deal", "board/other-secret", "board/no-such"):
+                markdown = page_markdown(owner="alice", title="Price list", sources=[key])
+                result = self.call(tool, {"path": PAGE, "markdown": markdown})
+                text = result["content"][0]["text"].replace(key, "<key>")
+                answers.append((result.get("isError"), text))
+            assert answers[0] == answers[1] == answers[2], (tool, answers)
+
+    def test_drafts_the_server_derives_carry_the_hidden_citation(self) -> None:
+        build_link_pages(build=self.build, path=PAGE, target="topics/pricing/other.md")
+        build_add_section(build=self.build, path=PAGE, heading="Call", text="Discussed.", cite="notes/call")
+        draft = BuildChange.objects.get(build=self.build, path=PAGE).revision
+        assert draft is not None
+        assert HIDDEN in draft.frontmatter["sources"]
+        assert "capture:notes/call" in draft.frontmatter["sources"]
+        moved = build_open(actor=self.dora, title="move")
+        build_move_page(build=moved, path=PAGE, new_path="topics/pricing/prices.md")
+        move = BuildChange.objects.get(build=moved, path=PAGE).revision
+        assert move is not None
+        assert HIDDEN in move.frontmatter["sources"]
