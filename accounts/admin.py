@@ -283,7 +283,7 @@ class PeopleMemberAdmin(MemberAdmin):
                 messages.success(request, f"{member.username} is suspended. Ended: {_ended(ended)}.")
                 return self._back(member)
         return self._render(request, "suspend.html", f"Suspend {member.username}", original=member, form=form,
-                            state=services.describe(member))  # fmt: skip
+                            state=services.describe(member, viewer=admin_actor(request)))  # fmt: skip
 
     def reactivate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         member = self._member(request, object_id)
@@ -321,12 +321,15 @@ class PeopleMemberAdmin(MemberAdmin):
                 sent = f" Their export went to {done.export_sent_to}." if done.export_sent_to else ""
                 messages.success(request, f"{member.username} is offboarded: {done.memories_deleted} personal "
                                           f"memories deleted.{sent}")  # fmt: skip
-                if done.owned_pages:
-                    messages.warning(request, f"They still own {len(done.owned_pages)} page(s); hand them on "
-                                              f"through a build: {', '.join(done.owned_pages[:20])}")  # fmt: skip
+                if done.owned_pages or done.owned_unseen:
+                    unseen = (f"; {done.owned_unseen} more you cannot read (someone who can must hand them on)"
+                              if done.owned_unseen else "")  # fmt: skip
+                    messages.warning(request, f"They still own {len(done.owned_pages) + done.owned_unseen} page(s); "
+                                              f"hand them on through a build: {', '.join(done.owned_pages[:20])}"
+                                              f"{unseen}")  # fmt: skip
                 return self._back(member)
         return self._render(request, "offboard.html", f"Offboard {member.username}", original=member, form=form,
-                            state=services.describe(member))  # fmt: skip
+                            state=services.describe(member, viewer=admin_actor(request)))  # fmt: skip
 
 
 def _sent(invitation: Invitation) -> str:

@@ -294,11 +294,16 @@ class Offboarding:
     export_sent_to: str
     owned_pages: list[str] = field(default_factory=list)
     suspension: Suspension = field(default_factory=Suspension)
+    owned_unseen: int = 0  # live pages they own that the administrator cannot read (not named)
 
 
-def owned_page_paths(member: Member) -> list[str]:
-    """Paths of the live pages ``member`` owns (to be handed to a new owner through a build)."""
-    return list(Page.objects.filter(owner=member).order_by("path").values_list("path", flat=True))
+def owned_page_paths(member: Member, *, viewer: Principal) -> tuple[list[str], int]:
+    """The live pages ``member`` owns (to be handed to a new owner through a build): the paths
+    ``viewer`` may read, and how many others. Being an administrator confers no content
+    access: a restricted page's path is not shown to one who cannot read it."""
+    live = Page.objects.filter(owner=member, current_revision__isnull=False)
+    seen = list(live.visible_to(viewer, "read").order_by("path").values_list("path", flat=True))
+    return seen, live.count() - len(seen)
 
 
 def member_offboard(
@@ -328,16 +333,18 @@ def member_offboard(
         locked.offboarded_at = timezone.now()
         locked.slack_user_id = None
         locked.save(update_fields=["offboarded_at", "slack_user_id"])
-        owned = owned_page_paths(locked)
+        owned, owned_unseen = owned_page_paths(locked, viewer=actor)
         audit_record(
             actor=actor,
             action="member.offboard",
             target_type="member",
             target=locked.username,
-            metadata={"memories_deleted": deleted, "export_sent": bool(sent_to), "owned_pages": len(owned),
-                      "slack_unlinked": slack_unlinked, **ended.as_metadata()},
+            metadata={"memories_deleted": deleted, "export_sent": bool(sent_to),
+                      "owned_pages": len(owned) + owned_unseen, "slack_unlinked": slack_unlinked,
+                      **ended.as_metadata()},
         )  # fmt: skip
-    return Offboarding(memories_deleted=deleted, export_sent_to=sent_to, owned_pages=owned, suspension=ended)
+    return Offboarding(memories_deleted=deleted, export_sent_to=sent_to, owned_pages=owned, suspension=ended,
+                       owned_unseen=owned_unseen)  # fmt: skip
 
 
 def _send_personal_export(member: Member) -> str:
@@ -363,14 +370,16 @@ def _send_personal_export(member: Member) -> str:
     return address
 
 
-def describe(member: Member) -> dict[str, Any]:
-    """The state an administrator sees before suspending or offboarding ``member``."""
+def describe(member: Member, *, viewer: Principal) -> dict[str, Any]:
+    """The state ``viewer`` (an administrator) sees before suspending or offboarding ``member``."""
     from builds.models import Build
     from memory.services import personal_layer_count
 
+    owned, owned_unseen = owned_page_paths(member, viewer=viewer)
     return {
         "personal_memories": personal_layer_count(member),
-        "owned_pages": owned_page_paths(member),
+        "owned_pages": owned,
+        "owned_unseen": owned_unseen,
         "open_builds": Build.objects.filter(
             requester=member, status__in=[Build.Status.OPEN, Build.Status.AWAITING_REVIEW]
         ).count(),

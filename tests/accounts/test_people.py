@@ -23,14 +23,14 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, RefreshToken, set_token_value
 
 from accounts.models import Invitation, SignedInSession
-from accounts.services import member_offboard, member_reactivate, member_suspend
+from accounts.services import describe, member_offboard, member_reactivate, member_suspend
 from accounts.views import SESSIONS_SHOWN
 from answers.credentials import question_credential_issue
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_issue, build_open
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
-from grants.services import member_create
+from grants.services import grant_issue, member_create
 from memory.models import Memory, MemoryApiToken, MemoryPreference, Workspace
 from memory.services import memory_remember
 from memory.tokens import api_token_issue
@@ -194,7 +194,9 @@ class OffboardingTests(BrainTestCase):
         done = member_offboard(actor=self.charlie, member=self.bob, send_export=True)
 
         assert done.memories_deleted == 1
-        assert done.owned_pages == ["topics/owned-by-bob.md"]
+        # Charlie administers and reads no page: the page is counted, its path not shown.
+        assert done.owned_pages == []
+        assert done.owned_unseen == 1
         assert not Memory.objects.filter(author=self.bob, workspace=Workspace.PERSONAL).exists()
         assert not MemoryApiToken.objects.filter(member=self.bob).exists()
         assert not MemoryPreference.objects.filter(member=self.bob).exists()
@@ -220,6 +222,20 @@ class OffboardingTests(BrainTestCase):
         assert event.metadata["memories_deleted"] == 1
         assert event.metadata["owned_pages"] == 1
         assert "salary" not in json.dumps(event.metadata)
+
+    def test_the_pages_they_own_are_named_only_to_an_administrator_who_reads_them(self) -> None:
+        publish("topics/owned-by-bob.md", owner="bob", title="Bob's page")
+        publish("board/deal.md", owner="bob", title="Deal", sensitivity="restricted")
+        grant_issue(actor=SYSTEM, member=self.charlie, path="topics/", permission="read")
+        state = describe(self.bob, viewer=self.charlie)
+        assert state["owned_pages"] == ["topics/owned-by-bob.md"]
+        assert state["owned_unseen"] == 1
+        self.client.force_login(self.charlie.user)
+        page = self.client.get(f"/admin/grants/member/{self.bob.pk}/offboard/").content.decode()
+        assert "topics/owned-by-bob.md" in page
+        assert "board/deal.md" not in page
+        assert "1 you cannot read" in page
+        assert describe(self.bob, viewer=SYSTEM)["owned_pages"] == ["board/deal.md", "topics/owned-by-bob.md"]
 
     def test_a_failed_export_mail_deletes_nothing(self) -> None:
         memory_remember(actor=self.bob, content="Keep this.", workspace="personal")
