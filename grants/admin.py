@@ -125,6 +125,27 @@ class AdministratorOnly(AuditedDeletes):
         return self.has_module_permission(request)
 
 
+class OfferedToAdministrators:
+    """A model admin's own permissions, offered only to whom its saves allow (``may_administer``,
+    the callers ``admin_actor`` acts for): staff holding Django's model permissions but no
+    member row were shown the forms and refused after submitting them."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return may_administer(request) and bool(super().has_module_permission(request))  # type: ignore[misc]
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return may_administer(request) and bool(super().has_view_permission(request, obj))  # type: ignore[misc]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return may_administer(request) and bool(super().has_add_permission(request))  # type: ignore[misc]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return may_administer(request) and bool(super().has_change_permission(request, obj))  # type: ignore[misc]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return may_administer(request) and bool(super().has_delete_permission(request, obj))  # type: ignore[misc]
+
+
 class ExplainForm(forms.Form):
     path = forms.CharField(label="Page path", max_length=255, help_text="e.g. topics/pricing/discount-policy.md")
     category = forms.CharField(required=False, max_length=64, help_text="Only when no page exists at the path yet.")
@@ -647,10 +668,13 @@ class UserChangeForm(DjangoUserChangeForm):
         return email
 
 
-class UserAdmin(AuditedDeletes, DjangoUserAdmin):
+class UserAdmin(OfferedToAdministrators, AuditedDeletes, DjangoUserAdmin):
     """Django's user admin, audited: every add, change and delete of a login writes an audit
     event naming who did it and which fields changed (never their values); setting someone's
     password also tells the person.
+
+    Offered only to whom its saves allow (``OfferedToAdministrators``): the password form
+    once saved a password before the audit refused its sender, unaudited and untold.
 
     A superuser can set any user's password here — the trust boundary of a self-hosted
     deployment (docs/security.md). It cannot be done silently: the change writes an audit
@@ -677,24 +701,6 @@ class UserAdmin(AuditedDeletes, DjangoUserAdmin):
             "run the action <em>{}</em>",
             self.make_members.short_description,  # type: ignore[attr-defined]  # set by @admin.action
         )
-
-    # Offered only to whom its saves are allowed (admin_actor): staff holding Django's user
-    # permissions but no member row were shown the forms and refused after submitting them —
-    # after the password form had already saved the password, unaudited and untold.
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return may_administer(request) and bool(super().has_module_permission(request))
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return may_administer(request) and bool(super().has_view_permission(request, obj))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return may_administer(request) and bool(super().has_add_permission(request))
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return may_administer(request) and bool(super().has_change_permission(request, obj))
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return may_administer(request) and bool(super().has_delete_permission(request, obj))
 
     @admin.action(description="Make the selected logins members (role: member)", permissions=["change"])
     def make_members(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:

@@ -26,7 +26,7 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 
-from grants.admin import admin_actor, may_administer
+from grants.admin import OfferedToAdministrators, admin_actor
 from grants.audit import audit_record
 from oauth.services import application_remove
 from oauth.views import refused_metadata
@@ -45,30 +45,13 @@ class BrainApplicationForm(ApplicationForm):  # type: ignore[misc]
         return " ".join(uris)
 
 
-class BrainApplicationAdmin(ApplicationAdmin):  # type: ignore[misc]
+class BrainApplicationAdmin(OfferedToAdministrators, ApplicationAdmin):  # type: ignore[misc]
     """Clients in the admin: consent is asked every time (no "skip authorization"), redirect
     URIs follow registration's rules, and each save is audited."""
 
     form = BrainApplicationForm
     actions = ["revoke_and_remove"]
     readonly_fields = (*ApplicationAdmin.readonly_fields, "skip_authorization")
-
-    # Offered only to whom its saves are allowed (admin_actor): staff holding the toolkit's
-    # model permissions but no member row were shown the form and refused after submitting it.
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return may_administer(request) and bool(super().has_module_permission(request))
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return may_administer(request) and bool(super().has_view_permission(request, obj))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return may_administer(request) and bool(super().has_add_permission(request))
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return may_administer(request) and bool(super().has_change_permission(request, obj))
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return may_administer(request) and bool(super().has_delete_permission(request, obj))
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         obj.skip_authorization = False
