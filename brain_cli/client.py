@@ -34,15 +34,22 @@ def _failure(response: httpx.Response) -> CliError:
     except ValueError:
         body = None
     error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):  # Brain's error body; anything else is said by its status alone
-        message = str(error.get("message") or message)
-        request_id = error.get("request_id")
-    suffix = f" (request {request_id})" if request_id else ""
     status = response.status_code
-    if status in (401, 403):
-        code = UNAUTHORISED
+    if not isinstance(error, dict):
+        # Not Brain's error body (a proxy's page, another server, a path that is not the API):
+        # the address is wrong or something stands in front of Brain — not "not found".
+        return CliError(
+            f"{response.url} did not answer as Brain does (HTTP {status}): is the URL Brain's?", UNAVAILABLE
+        )
+    message = str(error.get("message") or message)
+    request_id = error.get("request_id")
+    suffix = f" (request {request_id})" if request_id else ""
+    if status == 401 or (status == 403 and error.get("code") != "forbidden"):
+        code = UNAUTHORISED  # no, a bad or a too narrow token (insufficient_scope)
         if status == 401:
             message = f"{message} Run `brain setup` with a valid personal token."
+    elif status == 403:
+        code = REFUSED  # the token is fine; the service refused this action to this person
     elif status == 404:
         code = NOT_FOUND
     elif status == 429:
@@ -81,12 +88,20 @@ class Api:
             )
         return answer
 
-    def stream(self, path: str) -> Iterator[bytes]:
+    def stream(self, path: str, *, media_type: str) -> Iterator[bytes]:
+        """The body of ``GET path``, which must be ``media_type`` (a login page or a proxy's
+        answer with status 200 would otherwise be written over a previous export)."""
         try:
             with self.http.stream("GET", self.base + path) as response:
                 if response.status_code >= 300:
                     response.read()
                 self._check(response)
+                received = response.headers.get("Content-Type", "").split(";")[0].strip()
+                if received != media_type:
+                    raise CliError(
+                        f"{self.base} answered {received or 'no content type'}, not {media_type}: is the URL Brain's?",
+                        UNAVAILABLE,
+                    )
                 yield from response.iter_bytes()
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None

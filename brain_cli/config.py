@@ -48,7 +48,9 @@ def load() -> Settings | None:
         if not isinstance(loaded, dict) or not all(isinstance(loaded.get(key, ""), str) for key in ("url", "token")):
             raise ConfigInvalid(f"{path} is not a Brain CLI config (url and token, as text): run `brain setup` again")
         saved = loaded
-    env_url, env_token = os.environ.get("BRAIN_URL", ""), os.environ.get("BRAIN_TOKEN", "")
+    # Stripped, as `brain setup` strips them: a space pasted with the token read as a network
+    # failure (an HTTP client refuses the header) instead of the token it is.
+    env_url, env_token = os.environ.get("BRAIN_URL", "").strip(), os.environ.get("BRAIN_TOKEN", "").strip()
     url = env_url or saved.get("url") or ""
     token = env_token or (saved.get("token") or "" if not env_url or _same(env_url, saved.get("url", "")) else "")
     if token and not (token.isascii() and token.isprintable()):

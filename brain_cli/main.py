@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import parse_qs, urlsplit
 
 import click
 from rich.console import Console
@@ -25,13 +27,41 @@ from rich.table import Table
 from rich.text import Text
 
 from brain_cli import config
-from brain_cli.client import UNAUTHORISED, UNAVAILABLE, USAGE, Api, CliError
+from brain_cli.client import NOT_FOUND, REFUSED, UNAUTHORISED, UNAVAILABLE, USAGE, Api, CliError
+
+
+class _Stdout(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (`brain list | head -1`): it has what it wanted. Rich's
+        own answer is exit 1, the code of a refusal, which fails a `set -o pipefail` script."""
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(0)
+
 
 # Markup off: what we print is mostly the server's text (titles, tags, content written by other
 # people), and Rich would read "[/bold]" in a teammate's tag as markup — an error (the command
 # died with a traceback) or a style that hides the text. Styles are given as Text spans instead.
-out = Console(highlight=False, soft_wrap=True, markup=False)
+out = _Stdout(highlight=False, soft_wrap=True, markup=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+
+# What a terminal would act on in someone else's text: C0 and C1 controls (escape sequences
+# that set the clipboard, hide or rewrite what is shown; a carriage return that overwrites a
+# line) and bidirectional overrides that reorder it. Tabs and line breaks are handled apart.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _one_line(value: object) -> str:
+    """The server's text (an id, a title, a tag, a message) as one line, controls removed: a
+    line break in a teammate's text must not print a line that looks like another entry."""
+    return _CONTROLS.sub("", str(value).replace("\n", " ").replace("\t", " "))
+
+
+def _block(value: object, indent: str = "  ") -> str:
+    """The server's multi-line text (a memory, a snippet, an answer), controls removed, every
+    line indented under the entry it belongs to."""
+    return indent + _CONTROLS.sub("", str(value)).replace("\n", "\n" + indent)
+
 
 EXIT_CODES = """Exit codes: 0 done; 1 refused by the server (invalid input); 2 bad usage;
 3 not set up, or the token is unknown, revoked or lacks the scope; 4 not found;
@@ -80,15 +110,19 @@ def command(function: Callable[..., None]) -> Callable[..., None]:
         try:
             function(*args, **kwargs)
         except CliError as error:
-            err.print(f"brain: {error}", markup=False)
+            err.print(f"brain: {_one_line(error)}", markup=False)
             sys.exit(error.code)
+        except BrokenPipeError:
+            # The reader has what it wanted (`brain export --memories | head`): not our failure.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except OSError as error:
             err.print(f"brain: {error.strerror or error}", markup=False)
             sys.exit(1)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise  # main() turns these into their own exit codes
         except Exception as error:  # a bug here, or an answer shaped unlike any we know
-            err.print(f"brain: unexpected {type(error).__name__}: {str(error)[:200]}", markup=False)
+            err.print(f"brain: unexpected {type(error).__name__}: {_one_line(error)[:200]}", markup=False)
             sys.exit(1)
 
     return wrapped
@@ -104,9 +138,15 @@ def cli(ctx: click.Context, as_json: bool) -> None:
 
 
 def _memory_line(memory: dict[str, Any]) -> None:
-    tags = f"  [{', '.join(memory['tags'])}]" if memory.get("tags") else ""
-    out.print(Text.assemble((str(memory["id"]), "bold"), f"  {memory['workspace']}  {memory['status']}{tags}"))
-    out.print(f"  {memory['content']}")
+    tags = f"  [{', '.join(_one_line(tag) for tag in memory['tags'])}]" if memory.get("tags") else ""
+    head = f"  {_one_line(memory['workspace'])}  {_one_line(memory['status'])}{tags}"
+    out.print(Text.assemble((_one_line(memory["id"]), "bold"), head))
+    out.print(_block(memory["content"]))
+
+
+def _degraded(answer: dict[str, Any]) -> None:
+    if answer.get("degraded"):
+        err.print("(keyword matches only: the embedding service is not answering)")
 
 
 # --------------------------------------------------------------------------- setup
@@ -122,7 +162,13 @@ def setup(ctx: Context, url: str, token: str) -> None:
     settings = config.Settings(url=url.strip().rstrip("/"), token=token.strip())
     if not (settings.token.isascii() and settings.token.isprintable()):
         raise CliError("the token holds characters a token never has: copy it again from your Brain", USAGE)
-    teams = Api(settings).call("GET", "/team/workspaces")
+    try:
+        teams = Api(settings).call("GET", "/team/workspaces")
+    except CliError as failed:
+        if failed.code == NOT_FOUND:  # Brain answered, but the API is not under this address
+            raise CliError(f"{settings.url} is not Brain's address (no API under it): is the URL Brain's?",
+                           UNAVAILABLE) from None  # fmt: skip
+        raise
     if not isinstance(teams.get("teams"), list):  # checked before anything is saved
         raise CliError(f"{settings.url} did not answer as Brain does: is the URL Brain's?", UNAVAILABLE)
     path = config.save(settings)
@@ -146,7 +192,7 @@ def remember(ctx: Context, text: tuple[str, ...], workspace: str | None, tags: t
     if tags:
         body["tags"] = list(tags)
     answer = ctx.api().call("POST", "/memories", json=body)
-    ctx.emit(answer, lambda a: out.print(f"{a['outcome'].capitalize()}: {a['id']} ({a['workspace']})"))
+    ctx.emit(answer, lambda a: out.print(_one_line(f"{a['outcome'].capitalize()}: {a['id']} ({a['workspace']})")))
 
 
 @cli.command()
@@ -159,6 +205,7 @@ def recall(ctx: Context, query: tuple[str, ...], limit: int) -> None:
     answer = ctx.api().call("GET", "/memories/recall", params={"query": " ".join(query), "topK": limit})
 
     def human(a: dict[str, Any]) -> None:
+        _degraded(a)
         if not a["results"]:
             out.print("Nothing recalled.")
         for item in a["results"]:
@@ -171,11 +218,14 @@ def recall(ctx: Context, query: tuple[str, ...], limit: int) -> None:
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 50))
 @click.option("--tag")
 @click.option("--workspace", type=click.Choice(["personal", "company"]))
+@click.option("--cursor", help="Where the previous list stopped (printed after it as 'More: …').")
 @click.pass_obj
 @command
-def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | None) -> None:
-    """Your most recent memories."""
+def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | None, cursor: str | None) -> None:
+    """Your most recent memories, newest first; a page at a time."""
     params: dict[str, Any] = {"limit": limit}
+    if cursor:
+        params["cursor"] = cursor
     if tag:
         params["tag"] = tag
     if workspace:
@@ -187,6 +237,9 @@ def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | No
             out.print("No memories.")
         for memory in a["results"]:
             _memory_line(memory)
+        following = parse_qs(urlsplit(str(a.get("next") or "")).query).get("cursor")
+        if following:  # on stderr: `brain list | …` reads memories only
+            err.print(f"More: brain list --cursor {_one_line(following[0])} (with the same options)")
 
     ctx.emit(answer, human)
 
@@ -207,8 +260,12 @@ def get(ctx: Context, memory_id: str) -> None:
 @command
 def forget(ctx: Context, memory_id: str, yes: bool) -> None:
     """Delete a memory for good."""
-    if not yes and sys.stdin.isatty():
-        click.confirm(f"Forget {memory_id} permanently?", abort=True)
+    if not yes:
+        if not sys.stdin.isatty():
+            # Nobody to ask: "n" piped in was read as a yes. Deleting for good takes --yes.
+            raise CliError("forget deletes for good: pass --yes to confirm without a terminal", USAGE)
+        if not click.confirm(f"Forget {memory_id} permanently?"):
+            raise CliError("not forgotten", REFUSED)
     answer = ctx.api().call("DELETE", f"/memories/{_memory_id(memory_id)}")
     ctx.emit(answer, lambda _: out.print(f"Forgotten: {memory_id}"))
 
@@ -236,7 +293,7 @@ def stats(ctx: Context) -> None:
         table.add_row("total", str(a["total"]))
         for group in ("workspace", "status", "kind"):
             for name, number in sorted(a[group].items()):
-                table.add_row(f"{group}: {name}", str(number))
+                table.add_row(_one_line(f"{group}: {name}"), str(number))
         out.print(table)
 
     ctx.emit(answer, human)
@@ -253,7 +310,10 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
     """Every page and capture you can read, as a ZIP of Markdown (or your memories, --memories). Streamed."""
     if memories and originals:
         raise click.UsageError("--originals goes with the corpus export, not --memories")
-    chunks = ctx.api().stream("/memories/export" if memories else "/export" + ("?originals=true" if originals else ""))
+    chunks = ctx.api().stream(
+        "/memories/export" if memories else "/export" + ("?originals=true" if originals else ""),
+        media_type="application/x-ndjson" if memories else "application/zip",
+    )
     if output is None and not memories:
         output = "brain-export.zip"
     if output is None:
@@ -299,11 +359,12 @@ def search(ctx: Context, query: tuple[str, ...], limit: int, prefix: str | None)
     answer = ctx.api().call("GET", "/search", params=params)
 
     def human(a: dict[str, Any]) -> None:
+        _degraded(a)
         if not a["results"]:
             out.print("No results.")
         for hit in a["results"]:
-            out.print(Text.assemble((str(hit["path"]), "bold"), f"  {hit['title']}"))
-            out.print(f"  {hit['snippet']}", markup=False)
+            out.print(Text.assemble((_one_line(hit["path"]), "bold"), f"  {_one_line(hit['title'])}"))
+            out.print(_block(hit["snippet"]), markup=False)
 
     ctx.emit(answer, human)
 
@@ -323,18 +384,20 @@ def ask(ctx: Context, question: tuple[str, ...], timeout: int) -> None:
         while True:
             # The server holds each poll up to wait_seconds: never past the caller's deadline.
             left = max(1, min(10, int(deadline - time.monotonic())))
-            answer = api.call("GET", f"/questions/{filed['question_id']}", params={"wait_seconds": left})
+            # The HTTP wait is bounded too: a server that hangs must not hold past --timeout.
+            answer = api.call("GET", f"/questions/{filed['question_id']}", params={"wait_seconds": left},
+                              timeout=left + 5)  # fmt: skip
             if answer["status"] in ("answered", "refused", "failed") or time.monotonic() >= deadline:
                 break
 
     def human(a: dict[str, Any]) -> None:
         if a["status"] == "answered":
-            out.print(a["answer"], markup=False)
-            out.print("Sources: " + ", ".join(a["citations"]), markup=False)
+            out.print(_block(a["answer"], indent=""), markup=False)
+            out.print("Sources: " + ", ".join(_one_line(citation) for citation in a["citations"]), markup=False)
         elif a["status"] in ("refused", "failed"):
-            out.print(f"No answer: {a['refusal_reason']}", markup=False)
+            out.print(f"No answer: {_one_line(a['refusal_reason'])}", markup=False)
         else:
-            out.print(f"Still {a['status']} after {timeout} s; question {a['question_id']}.")
+            out.print(_one_line(f"Still {a['status']} after {timeout} s; question {a['question_id']}."))
 
     ctx.emit(answer, human)
     if answer["status"] not in ("answered",):
@@ -402,7 +465,8 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
 
     def human(all_results: list[dict[str, Any]]) -> None:
         for result in all_results:
-            out.print(f"Uploaded {result['key']} — extraction {result['extraction'].get('status', 'queued')}")
+            status = result["extraction"].get("status", "queued")
+            out.print(_one_line(f"Uploaded {result['key']} — extraction {status}"))
 
     if results or failure is None:
         ctx.emit(results, human)

@@ -201,6 +201,7 @@ class BrainCliTests(LiveServerTestCase):
         previous = self.home / "previous.zip"
         previous.write_bytes(b"last week's export")
         for env, code in (({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, 5),
+                          ({"BRAIN_URL": base, "BRAIN_TOKEN": self.token}, 5),  # a login page, status 200
                           ({"BRAIN_URL": "http://127.0.0.1:9", "BRAIN_TOKEN": self.token}, 5),
                           ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": "bmt_expired"}, 3)):  # fmt: skip
             with self.subTest(kept_through=env):
@@ -215,6 +216,57 @@ class BrainCliTests(LiveServerTestCase):
                 assert result.stderr.count("\n") == 1, result.stderr
                 assert words in result.stderr, result.stderr
                 assert result.returncode == code, (result.returncode, result.stderr)
+
+    def test_a_teammates_text_cannot_drive_the_terminal_or_forge_an_entry(self) -> None:
+        forged = "9f0c0c0c-0000-4000-8000-000000000000  company  canonical  [release]"
+        hostile = (
+            f"Deploy notes \x1b]52;c;ZWNobyBwd25lZA==\x1b\\\x1b[8mhidden\x1b[0m\r\u202e\n{forged}\n  Ship on Fridays."
+        )
+        mallory = member_create(actor=SYSTEM, username="mallory")
+        memory_remember(actor=mallory, content=hostile, workspace="company", tags=["release"])
+        self.ok("setup", "--url", self.live_server_url, "--token", self.token)
+        for args in (["list"], ["recall", "deploy", "notes"]):
+            shown = self.brain(*args)
+            assert shown.returncode == 0, shown.stderr
+            assert not any((ord(ch) < 32 and ch != "\n") or 0x7F <= ord(ch) <= 0x9F for ch in shown.stdout), args
+            assert "\u202e" not in shown.stdout
+            # Every line of the memory stays indented under its own entry: no forged line.
+            assert "\n9f0c0c0c" not in shown.stdout
+            assert f"\n  {forged}" in shown.stdout
+
+    def test_forget_asks_or_takes_yes_and_refusals_say_what_kind(self) -> None:
+        self.ok("setup", "--url", self.live_server_url, "--token", self.token)
+        mine = self.ok("remember", "The", "staging", "host", "is", "db-2.")["id"]
+        piped = self.brain("forget", mine)  # stdin is not a terminal: nobody to ask
+        assert piped.returncode == 2
+        assert "--yes" in piped.stderr
+        assert self.ok("get", mine)["id"] == mine  # still there
+        bob = member_create(actor=SYSTEM, username="bob")
+        shared = memory_remember(actor=bob, content="The canteen opens at eight.", workspace="company").memory
+        refused = self.brain("forget", "--yes", str(shared.pk))  # a colleague's shared memory
+        assert refused.returncode == 1, refused.stderr  # refused to this person, not a token problem
+        assert "only the author" in refused.stderr
+        wrong = self.brain("list", env={"BRAIN_URL": self.live_server_url + "/x", "BRAIN_TOKEN": self.token})
+        assert wrong.returncode == 5, wrong.stderr
+        assert "is the URL Brain's?" in wrong.stderr
+        spaced = self.brain("--json", "list", env={"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token + " "})
+        assert spaced.returncode == 0, spaced.stderr
+
+    def test_a_long_list_is_walked_page_by_page_and_a_closed_pipe_is_no_failure(self) -> None:
+        for number in range(5):
+            memory_remember(actor=self.alice, content=f"Note number {number} about the garden gate {number * 7}.")
+        self.ok("setup", "--url", self.live_server_url, "--token", self.token)
+        first = self.brain("list", "--limit", "3")
+        assert first.returncode == 0, first.stderr
+        assert "More: brain list --cursor " in first.stderr
+        cursor = first.stderr.split("--cursor ", 1)[1].split()[0]
+        rest = self.ok("list", "--limit", "3", "--cursor", cursor)["results"]
+        assert len(rest) == 2
+        closed = subprocess.run(["bash", "-o", "pipefail", "-c", f"{BRAIN} list --limit 5 | head -1"],
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "BRAIN_CONFIG_DIR": str(self.home)})  # fmt: skip
+        assert closed.returncode == 0, closed.stderr
+        assert closed.stderr == ""
 
     def test_the_saved_token_goes_only_to_the_saved_server_and_odd_configs_are_one_line(self) -> None:
         """BRAIN_URL alone sent the saved token to whatever it named; a config of [] or a
