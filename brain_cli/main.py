@@ -185,8 +185,11 @@ def setup(ctx: Context, url: str, token: str) -> None:
 @click.pass_obj
 @command
 def remember(ctx: Context, text: tuple[str, ...], workspace: str | None, tags: tuple[str, ...]) -> None:
-    """Store a memory."""
-    body: dict[str, Any] = {"content": " ".join(text)}
+    """Store a memory (TEXT, or - to read it from standard input)."""
+    # "-" reads the memory from stdin (a file, a pipe): a shell argument holds at most ~128 KB,
+    # and `echo … | brain remember -` stored the text "-".
+    content = sys.stdin.read() if text == ("-",) else " ".join(text)
+    body: dict[str, Any] = {"content": content}
     if workspace:
         body["workspace"] = workspace
     if tags:
@@ -301,7 +304,7 @@ def stats(ctx: Context) -> None:
 
 @cli.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
-              help="File to write (default: brain-export.zip; stdout for --memories).")  # fmt: skip
+              help="File to write, - for stdout (default: brain-export.zip; stdout for --memories).")  # fmt: skip
 @click.option("--memories", is_flag=True, help="Your memories as JSON lines instead of the corpus ZIP.")
 @click.option("--originals", is_flag=True, help="Also include each capture's uploaded original file.")
 @click.pass_obj
@@ -316,7 +319,7 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
     )
     if output is None and not memories:
         output = "brain-export.zip"
-    if output is None:
+    if output is None or output == "-":  # "-": standard output, as for any Unix tool
         for chunk in chunks:
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
@@ -466,7 +469,11 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
     def human(all_results: list[dict[str, Any]]) -> None:
         for result in all_results:
             status = result["extraction"].get("status", "queued")
-            out.print(_one_line(f"Uploaded {result['key']} — extraction {status}"))
+            if result.get("existing"):
+                out.print(_one_line(f"Already uploaded as {result['key']} (these exact bytes): its title and "
+                                    f"category are as they were — extraction {status}"))  # fmt: skip
+            else:
+                out.print(_one_line(f"Uploaded {result['key']} — extraction {status}"))
 
     if results or failure is None:
         ctx.emit(results, human)

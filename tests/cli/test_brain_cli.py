@@ -62,6 +62,12 @@ class BrainCliTests(LiveServerTestCase):
         assert stat.S_IMODE(config.stat().st_mode) == 0o600
         assert json.loads(config.read_text())["token"] == self.token
 
+        piped = subprocess.run([BRAIN, "--json", "remember", "-"], input="The wiki moved to\nwiki.example.org.",
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "BRAIN_CONFIG_DIR": str(self.home)})  # fmt: skip
+        assert piped.returncode == 0, piped.stderr
+        assert self.ok("get", json.loads(piped.stdout)["id"])["content"] == "The wiki moved to\nwiki.example.org."
+        self.ok("forget", "--yes", json.loads(piped.stdout)["id"])
         stored = self.ok("remember", "We", "ship", "on", "Thursdays.", "--tag", "release")
         assert stored["outcome"] == "stored"
         memory_id = stored["id"]
@@ -97,6 +103,10 @@ class BrainCliTests(LiveServerTestCase):
         document.write_text("# Kickoff\n\nWe agreed to ship on Thursdays.\n")
         uploaded = self.ok("upload", str(document))
         assert uploaded[0]["key"]
+        assert uploaded[0]["existing"] is False
+        again = self.brain("upload", str(document), "--title", "Another title")
+        assert again.returncode == 0, again.stderr
+        assert f"Already uploaded as {uploaded[0]['key']}" in again.stdout  # not silently the old capture
         # A refused file after an uploaded one: the uploaded key is still printed, then the refusal.
         second, empty = self.home / "agenda.md", self.home / "empty.md"
         second.write_text("# Agenda\n\nRelease train review.\n")
