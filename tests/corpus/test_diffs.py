@@ -43,3 +43,28 @@ def test_ordinary_edits_read_as_before() -> None:
         text for line in consecutive.lines if line.kind == "add" for text, changed in line.segments if changed
     ]
     assert set(changed_words) == {"Friday"}
+
+
+def test_a_long_edited_line_is_matched_in_runs_and_marks_only_the_changed_words() -> None:
+    """Whitespace was a token of its own: half of every line, made junk by the pair budget, so
+    no match ran past one word and difflib searched the line once per word (50 edited lines of
+    2,000 characters cost a review page 1.9 s). A word now carries the space before it."""
+    import random
+    import re
+
+    from corpus import diffs
+
+    rng = random.Random(5)
+    vocabulary = ["the", "team", "on", "a", "of", *(f"term{number}" for number in range(150))]
+    line = " ".join(rng.choice(vocabulary) for _ in range(240)) + " after review today"
+    edited = line.replace(" review ", " careful review ", 1)
+    old_words, new_words = diffs._WORDS.findall(line), diffs._WORDS.findall(edited)
+    matcher = _matcher(old_words, new_words, WORD_PAIR_BUDGET)
+    junk_share = sum(1 for word in old_words if matcher.bjunk and word in matcher.bjunk) / len(old_words)
+    assert junk_share < 0.1, junk_share  # whitespace alone was every second token, all of it junk
+    old_segments, new_segments = _word_pair(line, edited)
+    changed = [text for text, flagged in new_segments if flagged]
+    assert len(line) < 2_000  # within the word pass
+    assert changed == ["careful"]
+    assert not any(flagged and re.match(r"\s", text) for text, flagged in (*old_segments, *new_segments))
+    assert "".join(text for text, _ in new_segments) == edited
