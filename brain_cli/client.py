@@ -36,8 +36,12 @@ def _failure(response: httpx.Response) -> CliError:
     error = body.get("error") if isinstance(body, dict) else None
     status = response.status_code
     if not isinstance(error, dict):
-        # Not Brain's error body (a proxy's page, another server, a path that is not the API):
-        # the address is wrong or something stands in front of Brain — not "not found".
+        # Not Brain's error body: a proxy in front of it answered (busy, or Brain is down), or the
+        # address is not Brain's API at all — then never "not found", which reads as the memory's.
+        if status == 429:
+            return CliError(f"rate limited by {response.url.host}; retry later", RATE_LIMITED)
+        if status >= 500:
+            return CliError(f"{response.url.host} answered HTTP {status}: is Brain running behind it?", UNAVAILABLE)
         return CliError(
             f"{response.url} did not answer as Brain does (HTTP {status}): is the URL Brain's?", UNAVAILABLE
         )

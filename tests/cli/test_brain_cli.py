@@ -183,6 +183,12 @@ class BrainCliTests(LiveServerTestCase):
                     self.end_headers()
                     return
                 body = b"<html><body>Captive portal</body></html>"
+                if self.path.startswith("/down"):  # a proxy whose upstream (Brain) is down
+                    self.send_response(502)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))
@@ -201,6 +207,7 @@ class BrainCliTests(LiveServerTestCase):
             ({"BRAIN_URL": base + "/moved", "BRAIN_TOKEN": self.token}, ("export", "-o", str(self.home / "x.zip")),
              5, "redirects to"),
             ({"BRAIN_URL": base, "BRAIN_TOKEN": self.token}, ("list",), 5, "did not answer as Brain does"),
+            ({"BRAIN_URL": base + "/down", "BRAIN_TOKEN": self.token}, ("list",), 5, "is Brain running behind it?"),
             ({"BRAIN_URL": "http://[::1", "BRAIN_TOKEN": self.token}, ("stats",), 5, "cannot reach"),
             ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("get", "count"), 2, "not a memory id"),
             ({"BRAIN_URL": self.live_server_url, "BRAIN_TOKEN": self.token}, ("forget", "--yes", "../x"), 2,
