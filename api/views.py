@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from django.http import Http404, StreamingHttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from pydantic import BaseModel, Field
@@ -489,12 +488,12 @@ class SourceUpload(PlainView):
     def post(self, request: Request) -> Response:
         from ingest.views import extraction_status, ingest_upload
 
-        started = timezone.now()
-        extraction = ingest_upload(member=self.member(request), upload=request.FILES.get("file"), fields=request.data)
+        extraction, existing = ingest_upload(
+            member=self.member(request), upload=request.FILES.get("file"), fields=request.data
+        )
         key = extraction.document.source.key
         body = UploadOut(key=key, citation=f"capture:{key}", status_url=f"/api/v1/sources/{key}/status",
-                         extraction=extraction_status(extraction),
-                         existing=extraction.created_at < started)  # fmt: skip
+                         extraction=extraction_status(extraction), existing=existing)  # fmt: skip
         return Response(body.model_dump(), status=202)
 
 

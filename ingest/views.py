@@ -7,7 +7,7 @@ extraction status with htmx while it runs. The REST endpoint takes a personal AP
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib import messages
@@ -40,16 +40,24 @@ def latest_extraction(source: Source) -> Extraction | None:
     return document.extractions.order_by("-created_at").first() if document is not None else None
 
 
-def _ingest_from_request(request: HttpRequest, member: Member) -> Extraction:
+class Uploaded(NamedTuple):
+    extraction: Extraction
+    # These exact bytes were uploaded before: this is that capture (its title and category as
+    # they were); nothing new was stored or extracted.
+    existing: bool
+
+
+def _ingest_from_request(request: HttpRequest, member: Member) -> Uploaded:
     return ingest_upload(member=member, upload=request.FILES.get("file"), fields=request.POST)
 
 
-def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Extraction:
+def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Uploaded:
     """Store an uploaded file as a capture and queue its extraction (web form, legacy and REST v1).
 
     ``fields`` holds the optional key, title, category and sensitivity. A missing or
     oversized file is ``ValidationError`` naming it, before any byte is read into memory.
     """
+    started = timezone.now()
     if upload is None:
         raise ValidationError({"file": "choose a file to upload"})
     for name in ("key", "title", "category", "sensitivity"):
@@ -59,11 +67,12 @@ def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Extraction:
     limit = int(settings.BRAIN_INGEST_LIMITS["MAX_BYTES"])
     if upload.size is not None and upload.size > limit:  # before reading it into memory
         raise ValidationError({"file": f"the file is {upload.size:,} bytes; the limit is {limit:,}"})
-    return document_ingest(
+    extraction = document_ingest(
         actor=member, filename=upload.name or "upload", data=upload.read(), key=fields.get("key") or None,
         title=fields.get("title") or None, category=fields.get("category") or None,
         sensitivity=fields.get("sensitivity") or "ordinary",
     )  # fmt: skip
+    return Uploaded(extraction, existing=extraction.created_at < started)
 
 
 @require_http_methods(["GET", "POST"])
@@ -74,9 +83,8 @@ def upload(request: HttpRequest, member: Member) -> HttpResponseBase:
     status = 400  # of a refusal; a full storage says 507
     if request.method == "POST":
         try:
-            started = timezone.now()
-            extraction = _ingest_from_request(request, member)
-            if extraction.created_at < started:  # the same bytes were uploaded before: nothing new stored
+            extraction, existing = _ingest_from_request(request, member)
+            if existing:
                 messages.info(
                     request,
                     "You uploaded exactly these bytes before: this is the existing capture, "
@@ -188,7 +196,7 @@ def api_sources(request: HttpRequest) -> HttpResponse:
     except RateLimited as limited:
         return throttled(request, limited, "Too many uploads; retry after {seconds} seconds.", api=True)
     try:
-        extraction = _ingest_from_request(request, member)
+        extraction = _ingest_from_request(request, member).extraction
     except ValidationError as invalid:
         return json_error("invalid", "; ".join(invalid.messages), 400)
     except PermissionDenied as denied:
