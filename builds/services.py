@@ -29,6 +29,7 @@ from corpus.chunking import chunk_markdown
 from corpus.figures import figure_check, figure_record, figure_source
 from corpus.frontmatter import PageDocument, PageInvalid, Problem
 from corpus.models import Page, Source
+from corpus.selectors import frontmatter_references
 from corpus.services import (
     ChunkStats,
     drafts_publish,
@@ -460,10 +461,8 @@ def build_add_section(*, build: Build, path: str, heading: str, text: str, cite:
 
 def _cited_keys(frontmatter: dict[str, Any]) -> frozenset[str]:
     """The capture keys a page's frontmatter cites (what a draft derived from it carries over)."""
-    sources = frontmatter.get("sources") or []
-    if not isinstance(sources, list):
-        return frozenset()
-    return frozenset(str(item).removeprefix("capture:") for item in sources)
+    _, sources = frontmatter_references(frontmatter)
+    return frozenset(source.removeprefix("capture:") for source in sources)
 
 
 def _markdown_of(frontmatter: dict[str, object], body: str) -> str:

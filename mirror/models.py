@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
@@ -11,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from brain.leases import LeasedJob
+from brain.text.paths import PathError, validate_category
 from grants.models import CATEGORY_SQL_REGEX, ServiceAccount
 from mirror.git import check_branch, remote_transport
 
@@ -33,7 +32,7 @@ class Mirror(LeasedJob):
         MOVED = "moved", "remote moved: someone else wrote to the branch"
         FAILING = "failing", "failing"
 
-    name = models.CharField(max_length=64, unique=True, help_text=NAME_RULE[0].upper() + NAME_RULE[1:] + ".")
+    name = models.CharField(max_length=64, unique=True, help_text=f"{NAME_RULE.capitalize()}.")
     remote_url = models.CharField(
         max_length=500,
         help_text="https://github.com/org/repo.git, git@github.com:org/repo.git, ssh://… or file:///srv/repo.git",
@@ -80,9 +79,12 @@ class Mirror(LeasedJob):
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
-        if self.name and not re.fullmatch(CATEGORY_SQL_REGEX, self.name):
+        if self.name:
             # Said here, by name: the database's check would only say its constraint is violated.
-            errors["name"] = f"{self.name[:64]!r} is not a mirror name: use {NAME_RULE}"
+            try:
+                validate_category(self.name)  # the grammar of group and account names, and the CHECK's
+            except PathError:
+                errors["name"] = f"{self.name[:64]!r} is not a mirror name: use {NAME_RULE}"
         try:
             transport = remote_transport(self.remote_url)
         except ValueError as exc:
