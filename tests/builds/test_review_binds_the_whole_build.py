@@ -26,6 +26,7 @@ from builds.services import (
     build_write_page,
 )
 from corpus.models import Figure
+from grants.models import Member
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from tests.base import BrainTestCase, capture, page_markdown, publish
@@ -95,15 +96,20 @@ class FigureCitationTests(BrainTestCase):
 
 
 class HandOverTests(BrainTestCase):
-    def test_the_author_of_a_build_handed_on_cannot_approve_their_drafts(self) -> None:
-        dana = member_create(actor=SYSTEM, username="dana")
-        grant_issue(actor=SYSTEM, member=dana, path="topics/", permission="approve")
+    @staticmethod
+    def submitted_edit(author: Member) -> Build:
+        """A build of ``author``'s edit of a live page, submitted for review."""
         publish(PRICES, title="Price list", body="# Price list\n\nold\n")
-        build = build_open(actor=dana, title="dana's edit")
+        build = build_open(actor=author, title=f"{author.username}'s edit")
         build_write_page(
             build=build, path=PRICES, markdown=page_markdown(title="Price list", body="# Price list\n\nnew\n")
         )
-        build_submit(actor=dana, build=build)
+        return build_submit(actor=author, build=build)
+
+    def test_the_author_of_a_build_handed_on_cannot_approve_their_drafts(self) -> None:
+        dana = member_create(actor=SYSTEM, username="dana")
+        grant_issue(actor=SYSTEM, member=dana, path="topics/", permission="approve")
+        build = self.submitted_edit(dana)
         member_suspend(actor=self.charlie, member=dana, reassign_to=self.bob)
         member_reactivate(actor=self.charlie, member=dana)
         dana.refresh_from_db()
@@ -120,12 +126,7 @@ class HandOverTests(BrainTestCase):
         for member in (dana, erin):
             grant_issue(actor=SYSTEM, member=member, path="topics/", permission="suggest")
         grant_issue(actor=SYSTEM, member=vic, path="topics/", permission="approve")
-        publish(PRICES, title="Price list", body="# Price list\n\nold\n")
-        build = build_open(actor=dana, title="dana's edit")
-        build_write_page(
-            build=build, path=PRICES, markdown=page_markdown(title="Price list", body="# Price list\n\nnew\n")
-        )
-        build_submit(actor=dana, build=build)
+        build = self.submitted_edit(dana)
         member_suspend(actor=self.charlie, member=dana, reassign_to=erin)
         [blocker] = build_promotion_blockers(build=fresh(build), approver=vic)
         assert "its author is no longer an active member" in blocker
