@@ -9,9 +9,10 @@ restricted) is left out, exactly as if it did not exist.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
-from django.db.models import Max, OuterRef, Q, Subquery
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from builds.review import revision_readable
@@ -22,6 +23,7 @@ from grants.models import Member
 from grants.predicates import effective_permissions
 from grants.principals import Principal, SystemPrincipal
 
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)  # "no page ever left this path": every revision on the row counts
 SHORT_HASH = 12  # the sha256 prefix shown for a revision (two revisions may share it: a revert)
 
 
@@ -49,13 +51,19 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
 
     A page that was moved here keeps its history: the revisions its earlier paths were
     given before each move (``moved_lineage``), each shown by the same rule as the rest —
-    only if the reader may read it as it was written (its old path included).
+    only if the reader may read it as it was written (its old path included). A page that
+    came to a path another page had left (deleted or moved away) does not inherit that
+    page's revisions.
     One query for the revisions with their build and approval note joined in (no N+1).
     """
     page = page_get_visible(principal=principal, path=path)
     carried_by = BuildChange.objects.filter(revision=OuterRef("pk")).order_by("-build__finished_at")
     approval = Promotion.objects.filter(build_id=OuterRef("build_pk"))
-    own = Q(page_id=page.pk)
+    # The row at this path may have held other pages before this one (a page deleted or moved
+    # away, then a new one written here): only revisions since the last one left are its own.
+    # (Asked inside the one revisions query: the history page's query count does not grow.)
+    last_left = _leaving(page.path).order_by().values("path").annotate(at=Max("build__finished_at")).values("at")
+    own = Q(page_id=page.pk, promoted_at__gt=Coalesce(Subquery(last_left), Value(EARLIEST)))
     for page_id, since, until in moved_lineage(page):
         span = Q(page_id=page_id, promoted_at__lt=until)
         own |= span & Q(promoted_at__gt=since) if since is not None else span
@@ -138,12 +146,17 @@ def moved_lineage(page: Page) -> list[tuple[int, datetime | None, datetime]]:
     return lineage
 
 
+def _leaving(path: str) -> QuerySet[BuildChange]:
+    """The promoted changes that took a page away from ``path``: deletes and moves away."""
+    return BuildChange.objects.filter(
+        path=path, action__in=[BuildChange.Action.DELETE, BuildChange.Action.MOVE], build__status=Build.Status.PROMOTED
+    )
+
+
 def _left_at(path: str, before: datetime | None) -> datetime | None:
     """When a page last left ``path`` — a promoted build deleted it or moved it away — before
     ``before`` (None: ever); None if none did."""
-    changes = BuildChange.objects.filter(
-        path=path, action__in=[BuildChange.Action.DELETE, BuildChange.Action.MOVE], build__status=Build.Status.PROMOTED
-    )
+    changes = _leaving(path)
     if before is not None:
         changes = changes.filter(build__finished_at__lt=before)
     latest: datetime | None = changes.aggregate(latest=Max("build__finished_at"))["latest"]

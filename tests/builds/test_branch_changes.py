@@ -83,9 +83,11 @@ class BranchChangeTests(BranchTestCase):
         token = api_token_issue(actor=self.bob, name="history")[1]
         listed = self.client.get(f"/api/v1/pages/{new}/history", HTTP_AUTHORIZATION=f"Bearer {token}").json()
         assert [revision["path"] for revision in listed["revisions"]] == [new, old, old]
-        # The old path's row keeps every revision approved there (its history, as before a move
-        # was followed): the new page's one and the moved page's two.
-        assert len(page_history(principal=self.bob, path=old)[1]) == 3
+        # The page written at the old path afterwards has its own history only: the moved
+        # page's two revisions went with it.
+        assert [entry.revision.frontmatter["title"] for entry in page_history(principal=self.bob, path=old)[1]] == [
+            "Another list"
+        ]
         # A reader of the new path only sees no revision written at the old one.
         from grants.services import grant_issue, member_create
 
@@ -105,6 +107,22 @@ class BranchChangeTests(BranchTestCase):
         assert ["Something else" in entry.revision.body for entry in entries] == [True, True]  # its move and itself
         price_list = [entry.revision.path for entry in page_history(principal=self.bob, path=third)[1]]
         assert price_list == [third, second, first]
+
+    def test_a_page_written_where_one_was_deleted_does_not_inherit_its_history(self) -> None:
+        from builds.history import page_history
+
+        path = "topics/pricing/price-list.md"
+        build = build_open(actor=self.alice, title="Retire the price list")
+        build_delete_page(build=build, path=path)
+        build_promote(actor=self.victor, build=build_submit(actor=self.alice, build=build))
+        publish(path, title="A new list", body="# A new list\n\nStarted afresh.\n")
+        _, entries = page_history(principal=self.bob, path=path)
+        assert [entry.revision.frontmatter["title"] for entry in entries] == ["A new list"]
+        from memory.tokens import api_token_issue
+
+        token = api_token_issue(actor=self.bob, name="history")[1]
+        listed = self.client.get(f"/api/v1/pages/{path}/history", HTTP_AUTHORIZATION=f"Bearer {token}").json()
+        assert [revision["number"] for revision in listed["revisions"]] == [entries[0].number]
 
     def test_a_page_moved_away_and_back_lists_each_revision_once(self) -> None:
         from builds.history import page_history
