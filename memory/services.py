@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, TextField
 from django.db.models.functions import Cast
@@ -734,6 +734,10 @@ def memory_link(*, actor: Member, from_id: Any, to_id: Any, type: str = LinkType
     if type not in LinkType.values:
         raise MemoryInvalid(f"type must be one of {', '.join(LinkType.values)}")
     with transaction.atomic():
+        # Both ends locked, in id order: a link drawn while either end changes layer waits for
+        # that change and then sees the new layer (locking the source alone let a link cross
+        # layers), and two links drawn between one pair in opposite directions wait, not deadlock.
+        _lock_in_id_order(actor, [from_id, to_id])
         source = editable(actor, from_id)
         target = Memory.objects.visible_to(actor).get_by_id(to_id)
         if source.pk == target.pk:
@@ -744,6 +748,16 @@ def memory_link(*, actor: Member, from_id: Any, to_id: Any, type: str = LinkType
             from_memory=source, to_memory=target, type=type, defaults={"provenance": Provenance.EXPLICIT}
         )
         return link
+
+
+def _lock_in_id_order(actor: Member, memory_ids: list[Any]) -> None:
+    """Lock the memories of ``memory_ids`` that ``actor`` can see, lowest id first (in the
+    caller's transaction). A malformed id locks nothing: the lookups after it answer it as missing."""
+    try:
+        visible = Memory.objects.visible_to(actor).filter(pk__in=memory_ids).order_by("pk")
+        list(visible.select_for_update(of=("self",)).values_list("pk", flat=True))
+    except (ValidationError, ValueError, TypeError):
+        return
 
 
 def memory_unlink(*, actor: Member, from_id: Any, to_id: Any, type: str | None = None) -> int:

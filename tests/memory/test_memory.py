@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 from unittest import mock
 
 import pytest
 from django.core.exceptions import PermissionDenied
-from django.test import TestCase
+from django.test import TestCase, TransactionTestCase
 from django.utils import timezone
 
 from brain import embeddings
@@ -463,3 +464,37 @@ class ConnectionsBoundTests(MemoryTestCase):
         assert len(queries.captured_queries) <= 4
         assert {direction for direction, _, _ in found} == {"in"}
         assert all(other.author.username == "bob" for _, _, other in found)
+
+
+class LinkRaceTests(TransactionTestCase):
+    """Two transactions at once: a link drawn while its target changes layer."""
+
+    def test_a_link_drawn_while_its_target_is_unshared_waits_and_refuses(self) -> None:
+        from django.db import connection, transaction
+
+        alice = member_create(actor=SYSTEM, username="alice")
+        source = memory_remember(actor=alice, content="The launch review is on Friday.", workspace="company").memory
+        target = memory_remember(actor=alice, content="The launch checklist lives in the wiki.", workspace="company")
+        target_id = target.memory.pk
+        unshared, release = threading.Event(), threading.Event()
+
+        def unshare() -> None:
+            try:
+                with transaction.atomic():
+                    memory_share(actor=alice, memory_id=target_id, workspace="personal")
+                    unshared.set()
+                    release.wait(10)  # held open until the link is underway
+            finally:
+                connection.close()
+
+        worker = threading.Thread(target=unshare)
+        worker.start()
+        assert unshared.wait(10)
+        threading.Timer(0.5, release.set).start()  # the link below must be waiting by then
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '5s'")  # a wait that never ends fails here
+        # Read before the un-share committed, the target was still shared: the link crossed layers.
+        with pytest.raises(MemoryInvalid, match="within one layer"):
+            memory_link(actor=alice, from_id=source.pk, to_id=target_id)
+        worker.join()
+        assert not MemoryLink.objects.exists()
