@@ -27,9 +27,9 @@ from builds.models import Build, BuildCapture, BuildChange, BuildCredential, Bui
 from builds.selectors import build_promotion_blockers
 from corpus.chunking import chunk_markdown
 from corpus.figures import figure_check, figure_record, figure_source
-from corpus.frontmatter import PageDocument, PageInvalid, Problem
+from corpus.frontmatter import PageDocument, PageInvalid, Problem, parse_page
 from corpus.models import Page, Source
-from corpus.selectors import frontmatter_references
+from corpus.selectors import frontmatter_references, hidden_references
 from corpus.services import (
     ChunkStats,
     drafts_publish,
@@ -225,6 +225,8 @@ def build_write_page(
         if locked.status != Build.Status.OPEN:
             raise ValidationError("the build is not open for changes")
         if document is None:
+            markdown, kept = _keep_hidden_references(acting_requester(locked), path, markdown)
+            carried = carried | kept
             document = page_validate(
                 actor=acting_requester(locked), path=path, markdown=markdown,
                 branch_sources=branch_capture_keys(locked), carried=carried,
@@ -240,6 +242,37 @@ def build_write_page(
             target=str(locked.public_id), metadata={"path": path},
         )  # fmt: skip
     return change
+
+
+def _keep_hidden_references(requester: Principal, path: str, markdown: str) -> tuple[str, frozenset[str]]:
+    """``markdown`` with the live page's citations and related pages that ``requester`` cannot
+    read put back, and the capture keys so kept (for ``check_references``).
+
+    The requester was shown the page without them (``page_read``), so a rewrite made from what
+    they read would drop them unseen: nobody removes a citation they cannot see; an approver
+    who can read it may. When one is put back, the frontmatter is written out again (key
+    order kept; comments in it are not). Markdown that does not parse is returned as it is,
+    for ``page_validate`` to report.
+    """
+    hidden_related, hidden_sources = hidden_references(principal=requester, path=path)
+    if not hidden_related and not hidden_sources:
+        return markdown, frozenset()
+    try:
+        document = parse_page(path, markdown)
+    except PageInvalid:
+        return markdown, frozenset()
+    frontmatter = dict(document.frontmatter)
+    related, sources = frontmatter_references(frontmatter)
+    missing_related = [item for item in hidden_related if item not in related]
+    missing_sources = [item for item in hidden_sources if item not in sources]
+    if missing_related:
+        frontmatter["related"] = [*related, *missing_related]
+    if missing_sources:
+        frontmatter["sources"] = [*sources, *missing_sources]
+    kept = frozenset(item.removeprefix("capture:") for item in missing_sources)
+    if not missing_related and not missing_sources:
+        return markdown, kept
+    return _markdown_of(frontmatter, document.body), kept
 
 
 def branch_capture_keys(build: Build) -> frozenset[str]:

@@ -136,6 +136,22 @@ def _readable(viewer: Principal | None, model: Any, key: str, path: str, live: s
         return {str(row[0]) for row in cursor.fetchall()}
 
 
+def hidden_references(*, principal: Principal | None, path: str) -> tuple[list[str], list[str]]:
+    """(related paths, ``capture:`` sources) the live page at ``path`` names that ``principal``
+    cannot read — what ``page_read`` left out for them. Nothing when the page is missing or
+    hidden from them (then there is nothing of it they could have read or rewritten)."""
+    try:
+        page = page_get_visible(principal=principal, path=path)
+    except Page.DoesNotExist:
+        return [], []
+    frontmatter = page.current_revision.frontmatter  # type: ignore[union-attr]  # visible pages are live
+    related, sources = frontmatter_references(frontmatter)
+    shown_related, shown_sources = frontmatter_references(frontmatter_as_seen_by(frontmatter, principal))
+    return [item for item in related if item not in shown_related], [
+        item for item in sources if item not in shown_sources
+    ]
+
+
 class ReferenceFilter:
     """``frontmatter_as_seen_by`` for many frontmatters at once: two queries in all.
 

@@ -69,3 +69,40 @@ class HiddenCitationTests(BrainTestCase):
         move = BuildChange.objects.get(build=moved, path=PAGE).revision
         assert move is not None
         assert HIDDEN in move.frontmatter["sources"]
+
+    def test_a_rewrite_made_from_what_the_author_read_keeps_what_they_could_not_see(self) -> None:
+        """read_page leaves the hidden citation and related page out; a rewrite made from it kept
+        neither, and promotion would have dropped them without anyone who could see them seeing it."""
+        hidden_page = "topics/board/plan.md"
+        publish(hidden_page, title="Board plan", sensitivity="restricted")
+        publish("topics/pricing/other.md", title="Other prices")
+        publish(PAGE, title="Price list", owner="alice", sources=["board/secret-deal", "notes/call"],
+                related=[hidden_page, "topics/pricing/other.md"])  # fmt: skip
+        seen = self.call("read_page", {"path": PAGE})
+        assert "secret-deal" not in json.dumps(seen)
+        assert hidden_page not in json.dumps(seen)
+        # The agent rewrites the page from what it read, and drops the visible related page.
+        rewrite = page_markdown(owner="alice", title="Price list", sources=["notes/call"], body="# Prices\n\nNew.\n")
+        assert not self.call("write_page", {"path": PAGE, "markdown": rewrite}).get("isError")
+        draft = BuildChange.objects.get(build=self.build, path=PAGE).revision
+        assert draft is not None
+        assert draft.frontmatter["sources"] == ["capture:notes/call", HIDDEN]
+        assert draft.frontmatter["related"] == [hidden_page]  # its own removal stands; the hidden one is kept
+        assert draft.body.strip() == "# Prices\n\nNew."
+        # What the requester is shown of their draft still names neither.
+        from builds.review import build_review
+
+        shown = build_review(build=self.build, viewer=self.dora)
+        text = json.dumps([(change.diff, change.frontmatter_text) for change in shown.changes], default=str)
+        assert "secret-deal" not in text
+        assert hidden_page not in text
+        # Someone who can read everything sees the citations unchanged in the diff.
+        full = build_review(build=self.build, viewer=self.alice)
+        removed = [
+            "".join(text for text, _ in line.segments)
+            for change in full.changes
+            for line in change.diff.lines
+            if line.kind == "del"
+        ]
+        assert removed  # the body's lines
+        assert not any("secret-deal" in line or hidden_page in line for line in removed), removed
