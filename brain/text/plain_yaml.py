@@ -75,7 +75,8 @@ def load_plain_yaml(text: str, *, max_bytes: int, max_depth: int, what: str, pla
 
     Raises ``PlainYamlRefused`` for size and depth, and lets ``yaml.YAMLError`` (anchors and
     aliases included, as ``ComposerError``; with ``plain_keys``, duplicate, merged and non-text
-    keys as ``ConstructorError``) through for the caller to word.
+    keys as ``ConstructorError``; a value its type cannot hold, as ``ConstructorError`` too)
+    through for the caller to word.
     """
     if len(text.encode("utf-8")) > max_bytes:
         raise PlainYamlRefused(f"{what} is larger than {max_bytes // 1024} KB")
@@ -88,6 +89,12 @@ def load_plain_yaml(text: str, *, max_bytes: int, max_depth: int, what: str, pla
         value = yaml.load(text, Loader=loader)  # noqa: S506 (a SafeLoader subclass)
     except RecursionError:
         raise PlainYamlRefused(f"{what} is nested more than {max_depth} levels deep") from None
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError):
+        # PyYAML's constructors raise these, not a YAMLError, for a value its type cannot hold:
+        # ``2024-02-30``, ``!!timestamp soon``, ``!!bool maybe``, ``!!int twelve``.
+        raise yaml.constructor.ConstructorError(
+            None, None, "a value is not what its type says (a date that does not exist, or a !!tag it does not fit)"
+        ) from None
     if depth(value) > max_depth:
         raise PlainYamlRefused(f"{what} is nested more than {max_depth} levels deep")
     return value

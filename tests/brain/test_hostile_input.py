@@ -397,6 +397,12 @@ class HostileDocumentsTests(BrainTestCase):
             "2026-01-01: x": "keys must be text",
             "owner: nobody": "the key owner is written twice",
             "<<: {status: approved}": "merge keys (<<) are not allowed",
+            # Values their type cannot hold (PyYAML's constructors raised ValueError,
+            # AttributeError and KeyError: an internal error through the build tools).
+            "category: !!bool maybe": "a value is not what its type says",
+            "related: !!int twelve": "a value is not what its type says",
+            "sources: !!timestamp soon": "a value is not what its type says",
+            "category: 2024-02-30": "a value is not what its type says",
         }
         for line, message in cases.items():
             with self.subTest(line=line), pytest.raises(PageInvalid, match=re.escape(message)):
@@ -408,13 +414,19 @@ class HostileDocumentsTests(BrainTestCase):
         assert parse_page("topics/x.md", re.sub(r"as_of: .*", f"as_of: {dt.date.today()}", page)).as_of
         # Through a build's tools: refused by name, never an internal error.
         _, token = build_credential_issue(actor=self.alice, build=build_open(actor=self.alice, title="keys"))
-        arguments = {"path": "topics/x.md", "markdown": page.replace("title: x", "title: x\n1: x")}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "validate_page", "arguments": arguments}}  # fmt: skip
-        answer = self.client.post("/api/build/mcp", data=json.dumps(body), content_type="application/json",
-                                  HTTP_AUTHORIZATION=f"Bearer {token}").json()  # fmt: skip
-        assert "error" not in answer, answer
-        assert "keys must be text" in json.dumps(answer["result"])
+        for tool, line, message in (
+            ("validate_page", "1: x", "keys must be text"),
+            ("validate_page", "as_of: !!timestamp soon", "a value is not what its type says"),
+            ("write_page", "category: !!bool maybe", "a value is not what its type says"),
+        ):
+            markdown = re.sub(r"as_of: .*\n", "", page) if line.startswith("as_of") else page
+            arguments = {"path": "topics/x.md", "markdown": markdown.replace("title: x", f"title: x\n{line}")}
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+            answer = self.client.post("/api/build/mcp", data=json.dumps(body), content_type="application/json",
+                                      HTTP_AUTHORIZATION=f"Bearer {token}").json()  # fmt: skip
+            assert "error" not in answer, answer
+            assert message in json.dumps(answer["result"])
 
     def test_zip_member_names_are_refused_not_repaired(self) -> None:
         from builds.driver import ArchiveRefused, files_from_zip

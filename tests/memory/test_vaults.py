@@ -215,6 +215,14 @@ def test_a_note_with_a_secret_or_broken_front_matter_refuses_the_whole_import(tm
     assert problems[1].startswith("Ops/keys.md: text refused: it contains a AWS access key id")
     assert "AKIAIOSFODNN7EXAMPLE" not in zipped.content.decode()
     assert not Memory.objects.filter(author=alice).exists()
+    # A value its YAML type cannot hold was a server error (PyYAML raised ValueError and kin).
+    for line in ("date: 2024-02-30", "kind: !!int twelve", "when: !!timestamp soon"):
+        odd = api(alice, "post", "import/obsidian?vault=Vault", zip_of({"Vault/Odd.md": f"---\n{line}\n---\nBody."}))
+        assert odd.status_code == 400, (line, odd.content)
+        assert odd.json()["error"]["problems"] == [
+            "Odd.md: front matter is not valid YAML: a value is not what its type says"
+            " (a date that does not exist, or a !!tag it does not fit)"
+        ]
 
 
 def test_unsafe_paths_are_refused_not_repaired(alice: Member) -> None:
