@@ -500,8 +500,14 @@ def _read(event: Event, zones: dict[str, dt.timezone] | None = None) -> _Readabl
     if isinstance(end, dt.datetime) and end.tzinfo is None and isinstance(start, dt.datetime):
         end = end.replace(tzinfo=start.tzinfo)  # an end by DURATION from a start in the file's own zone
     recurrence = getattr(event.get("RECURRENCE-ID"), "dt", None)
+    try:
+        origin = _origin(uid, recurrence if isinstance(recurrence, dt.date) else None)
+    except (OverflowError, ValueError):
+        # Keyed in UTC: 0001-01-01T00:00 in Tokyo is a year before 1 (a 500, and a subscription
+        # that never imported anything after this event).
+        return "its RECURRENCE-ID is outside the years a date can hold"
     return _Readable(
-        origin=_origin(uid, recurrence if isinstance(recurrence, dt.date) else None),
+        origin=origin,
         start=start,
         end=end if isinstance(end, dt.date) else None,
     )

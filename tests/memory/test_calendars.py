@@ -445,6 +445,16 @@ class OwnTimeZoneTests(TestCase):
                 assert result.events == 3
                 assert result.stored + result.updated + result.unchanged + len(result.skipped) >= 3
 
+    def test_an_occurrence_keyed_before_year_1_is_skipped_and_the_rest_imported(self) -> None:
+        """RECURRENCE-ID 0001-01-01T00:00 in Tokyo is keyed in UTC, a year before 1: the whole
+        import was a 500 with the events before it stored, and a subscription never got past it."""
+        odd = ("BEGIN:VEVENT\nUID:odd@x\nDTSTART:20260310T100000Z\n"
+               "RECURRENCE-ID;TZID=Asia/Tokyo:00010101T000000\nSUMMARY:Odd occurrence\nEND:VEVENT")  # fmt: skip
+        events = [TIMED.format(summary="Before"), odd, ALL_DAY]
+        result = calendar_import(actor=self.bob, data=ics(*events), source_name="x.ics", workspace=None)
+        assert result.stored == 2
+        assert [skip.reason for skip in result.skipped] == ["its RECURRENCE-ID is outside the years a date can hold"]
+
 
 class CalendarSurfaceTests(TestCase):
     @classmethod
