@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import psycopg
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
-from django.db import InterfaceError, OperationalError
+from django.db import DataError, InterfaceError, OperationalError
 
 logger = logging.getLogger(__name__)
 
@@ -115,4 +115,17 @@ def problem_for(exc: BaseException) -> Problem | None:
         return Problem("forbidden", 403, str(exc) or "You may not do this.")
     if isinstance(exc, ValidationError):
         return Problem("invalid", 400, "; ".join(exc.messages))
+    if _nul_in_text(exc):
+        # The last line of defence: every field that reaches the database should have been
+        # refused by name before; one that was not is the client's text, not a server fault.
+        logger.warning("a NUL character reached a database statement")
+        return Problem("invalid", 400, "The request holds a NUL character, which text here cannot contain.")
     return None
+
+
+def _nul_in_text(exc: BaseException) -> bool:
+    """Whether psycopg refused to send text holding a NUL (raised before the statement runs)."""
+    return any(
+        isinstance(error, psycopg.DataError | DataError) and "NUL (0x00)" in str(error)
+        for error in (exc, exc.__cause__)
+    )

@@ -21,7 +21,7 @@ from django.utils import timezone
 from brain import bearer, callers
 from brain.callers import Caller
 from brain.domain import DomainError
-from brain.text.paths import validate_page_path
+from brain.text.paths import PathError, validate_page_path
 from brain.text.secrets import NulRefused, SecretRefused, mask, refuse, refuse_all
 from builds.models import Build, BuildCapture, BuildChange, BuildCredential, BuildFigure, BuildJob, Promotion, Review
 from builds.selectors import build_promotion_blockers
@@ -254,6 +254,10 @@ def _keep_hidden_references(requester: Principal, path: str, markdown: str) -> t
     order kept; comments in it are not). Markdown that does not parse is returned as it is,
     for ``page_validate`` to report.
     """
+    try:
+        validate_page_path(path)
+    except PathError:
+        return markdown, frozenset()  # page_validate refuses the path, naming the rule
     hidden_related, hidden_sources = hidden_references(principal=requester, path=path)
     if not hidden_related and not hidden_sources:
         return markdown, frozenset()
@@ -442,7 +446,10 @@ def _record_pending_figures(build: Build) -> int:
 
 def _branch_markdown(build: Build, path: str) -> tuple[dict[str, object], str, Any]:
     """The page as the branch sees it — its draft on this build, else the live page the requester
-    can read — and when that draft's text was read (None for the live page: read now)."""
+    can read — and when that draft's text was read (None for the live page: read now).
+    ``PathError`` for a path that is not canonical (a NUL in it was a database error)."""
+    refuse(path, field="path")
+    validate_page_path(path)
     change = (
         BuildChange.objects.filter(build=build, path=path, action=BuildChange.Action.WRITE)
         .select_related("revision")

@@ -38,6 +38,7 @@ from django.db import connection, transaction
 from brain import embeddings, fusion
 from brain.domain import DomainError
 from brain.text.paths import PathError, validate_scope_path
+from brain.text.secrets import unstorable
 from brain.vector_scan import ScanRule, hnsw_settings_sql, table_rows_sql
 from corpus import lexical
 from corpus.models import Page
@@ -585,6 +586,9 @@ def search(
         raise SearchError("query must not be empty")
     if len(query) > MAX_QUERY_CHARACTERS:
         raise SearchError(f"query must be at most {MAX_QUERY_CHARACTERS:,} characters")
+    cannot = unstorable(query)
+    if cannot is not None:  # PostgreSQL takes no NUL in text: a database error (500) otherwise
+        raise SearchError(f"query must not contain {cannot}")
     if int(config.get("LEXICAL_LENGTH") or 0) > 0:
         config["_QUERY_WORDS"] = content_words(query)
     if not 1 <= k <= 100:

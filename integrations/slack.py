@@ -164,9 +164,17 @@ def commands(request: HttpRequest) -> HttpResponse:
         )  # fmt: skip
         url = settings.BRAIN_BASE_URL + reverse("integrations:slack-link", kwargs={"code": code})
         return _ephemeral(f"Open this link while signed in to Brain, within 10 minutes: {url}")
-    member = Member.objects.select_related("user").filter(slack_user_id=slack_user, is_active=True).first()
-    if member is None or not member.user.is_active:
+    member = Member.objects.select_related("user").filter(slack_user_id=slack_user).first()
+    if member is None:
         return _ephemeral("Your Slack account is not linked to Brain yet. Type */brain link* and open the link.")
+    if not member.is_active or not member.user.is_active:
+        # Linking again would be refused (the account is still someone's): say what would help.
+        return _ephemeral(
+            "Your Slack account is linked to a Brain account that is suspended. "
+            "Ask an administrator to reactivate it, or to clear its Slack link so you can link again."
+        )
+    if text == "search":
+        return _ephemeral("Say what to search for: */brain search* _words_")
     refused = _over_limit(f"member:{member.pk}", "search" if text.startswith("search ") else "ask")
     if refused is not None:
         return refused

@@ -82,6 +82,26 @@ class DomainErrorTranslationTests(TestCase):
         assert lost is not None
         assert (lost.status, lost.retry_after) == (503, 10)
 
+    def test_a_nul_that_reaches_the_database_is_the_clients_400_other_data_errors_stay_bugs(self) -> None:
+        from django.db import connection
+
+        from brain.domain import problem_for
+        from corpus.models import Page
+
+        try:  # the real exception, as psycopg raises it through Django
+            Page.objects.filter(path="topics/a\x00b.md").exists()
+        except Exception as exc:  # whatever it is, it is what a view would see
+            caught: Exception = exc
+        else:
+            raise AssertionError("PostgreSQL took a NUL")
+        problem = problem_for(caught)
+        assert problem is not None
+        assert (problem.status, problem.code) == (400, "invalid")
+        assert "NUL character" in problem.message
+        with connection.cursor() as cursor, self.assertRaises(Exception) as raised:  # noqa: PT027
+            cursor.execute("SELECT 1 / 0")
+        assert problem_for(raised.exception) is None
+
     def test_a_signed_out_htmx_request_is_sent_to_sign_in_whole(self) -> None:
         # Followed as a redirect, the sign-in page was swapped into the polling part.
         for path in ("/ask/1", "/memory/"):

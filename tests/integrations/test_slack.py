@@ -223,6 +223,21 @@ class SlackTests(BrainTestCase):
         found = self.post("search team plan").json()["text"]
         assert "Price list" in found
 
+    def test_a_bare_search_a_nul_and_a_suspended_link_are_each_told_what_to_do(self) -> None:
+        with mock.patch.object(tasks.slack_answer_task, "delay") as delay, self.captureOnCommitCallbacks(execute=True):
+            # "search" alone was asked as the question "search" (a question, charged as one).
+            assert "Say what to search for" in self.post("search").json()["text"]
+            # A NUL in the terms (any body is read as a form here) was a database error.
+            nul = self.post("search team\x00plan", content_type="text/plain")
+            assert nul.status_code == 200
+            assert nul.json()["text"] == "query must not contain a NUL character"
+            # Linked to a suspended account: "not linked, type /brain link", and linking then failed.
+            Member.objects.filter(pk=self.bob.pk).update(is_active=False)
+            told = self.post("How much is the Team plan?").json()["text"]
+            assert "linked to a Brain account that is suspended" in told
+        assert Question.objects.count() == 0
+        delay.assert_not_called()
+
     def test_questions_searches_and_links_count_in_the_callers_window(self) -> None:
         from grants.services import member_create
         from tests.base import start_of_fresh_rate_window

@@ -90,6 +90,14 @@ class ProposeTests(BrainTestCase):
         bad = self.client.post(f"/memory/{memory.pk}/propose", {"path": "../etc/passwd", "mode": "new"}, follow=True)
         assert bad.status_code == 200
         assert "Not proposed:" in bad.content.decode()
+        # A NUL in a multipart form reaches the view (the middleware reads url-encoded forms only):
+        # both modes looked the path up before refusing it, a database error (500).
+        for mode in ("new", "append"):
+            nul = self.client.post(f"/memory/{memory.pk}/propose", {"path": "topics/a\x00b.md", "mode": mode},
+                                   follow=True)  # fmt: skip
+            assert nul.status_code == 200, mode
+            assert "Not proposed:" in nul.content.decode()
+        assert not Build.objects.exists()
         form = {"path": "topics/people/fire-drills.md", "title": "Fire drills", "mode": "new"}
         answer = self.client.post(f"/memory/{memory.pk}/propose", form)
         build = Build.objects.get()
