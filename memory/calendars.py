@@ -562,7 +562,7 @@ def calendar_import(
                 capture = memory_capture_from(
                     actor=actor, origin=readable.origin, content=content,
                     source=SOURCE, kind=Kind.EPISODIC, occurred_at=started, tags=[TAG],
-                    workspace=layer,
+                    workspace=layer, written_elsewhere=True,
                 )  # fmt: skip
         except (MemoryInvalid, SecretRefused, NulRefused) as refused:
             result.skipped.append(Skipped(_label(number, event), str(refused)))

@@ -23,6 +23,9 @@ class MemoryInvalid(DomainError, ValueError):
 # A hashtag: '#' at a word start, then letters/digits/-/_/: (Unicode letters included).
 _HASHTAG = re.compile(r"(?<![\w&])#([^\W_][\w:-]{0,126})", re.UNICODE)
 _STATUS_PREFIX = "status:"
+# Tags that steer what a memory does, not what it is about: its status, and whether (and
+# where) it enters a prompt capsule that agents are given as instructions.
+CONTROL_PREFIXES = (_STATUS_PREFIX, "capsule:", "capsule-slot:")
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,13 @@ class Tags:
 MAX_WRITTEN_TAGS = 4 * MAX_TAGS  # entries a list may hold (spellings of one tag repeat)
 
 
-def normalise_tags(raw: list[str] | None, content: str = "") -> Tags:
+def normalise_tags(raw: list[str] | None, content: str = "", *, controls_in_content: bool = True) -> Tags:
     """Trim, lower-case and de-duplicate tags; add ``#hashtags`` from ``content``.
+
+    ``controls_in_content=False`` (text someone else wrote: a calendar invite, a forwarded
+    mail) drops the content's hashtags that are control tags (``CONTROL_PREFIXES``): an
+    invitation reading ``#status:canonical #capsule:core`` made itself canonical and entered
+    every agent's prompt capsule.
 
     A tag written ``#urgent`` is ``urgent`` (as a hashtag in the text, and as a vault's front
     matter reads it: an export and re-import changes nothing). A ``status:<value>`` tag sets the
@@ -51,7 +59,10 @@ def normalise_tags(raw: list[str] | None, content: str = "") -> Tags:
     found: dict[str, None] = {}
     # Each spelling once (as written: lower-casing would hide a token whose shape is its case),
     # and no further than one tag past the limit.
-    for tag in dict.fromkeys([*(raw or []), *_HASHTAG.findall(normalise(content))]):
+    hashtags = _HASHTAG.findall(normalise(content))
+    if not controls_in_content:
+        hashtags = [tag for tag in hashtags if not normalise(tag).lower().startswith(CONTROL_PREFIXES)]
+    for tag in dict.fromkeys([*(raw or []), *hashtags]):
         refuse(tag, field="tag")
         clean = normalise(tag).strip().lower().lstrip("#").strip()
         if not clean:

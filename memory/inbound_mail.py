@@ -266,7 +266,7 @@ def mail_capture(*, recipient: str, mail_from: str, raw: bytes) -> MailReceipt:
         try:
             capture = memory_capture_from(
                 actor=member, origin=origin, content=memory_text(mail, stored=stored, refused=refused),
-                source=SOURCE, kind=Kind.EPISODIC, occurred_at=mail.sent_at,
+                source=SOURCE, kind=Kind.EPISODIC, occurred_at=mail.sent_at, written_elsewhere=True,
             )  # fmt: skip
         except (SecretRefused, NulRefused) as refusal:
             raise _secret_refusal(refusal) from None

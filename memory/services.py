@@ -261,6 +261,7 @@ def memory_remember(
     origin: str = "",
     occurred_at: dt.datetime | None = None,
     block_duplicates: bool = True,
+    written_elsewhere: bool = False,
 ) -> Capture:
     """Capture one memory through the pipeline.
 
@@ -269,6 +270,8 @@ def memory_remember(
     ``occurred_at`` (when an episodic memory happened) are stored as given; to update an
     earlier import of the same thing use ``memory_capture_from``. ``block_duplicates=False``
     flags a near-verbatim repeat instead of dropping it (distinct things that read alike).
+    ``written_elsewhere``: the content is someone else's text (an invitation, a mail), whose
+    hashtags never set the status or capsule tags (``normalise_tags``).
 
     Duplicate check on the content's embedding within the target layer: similarity ≥ 0.95
     stores nothing and returns the existing memory; ≥ 0.85 stores it tagged
@@ -282,7 +285,10 @@ def memory_remember(
     _require_member(actor)
     text = _clean_content(content)
     defaults = capture_defaults(actor)
-    parsed = normalise_tags([*(tags or []), *defaults.tags] if isinstance(tags, list | None) else tags, text)
+    parsed = normalise_tags(
+        [*(tags or []), *defaults.tags] if isinstance(tags, list | None) else tags, text,
+        controls_in_content=not written_elsewhere,
+    )  # fmt: skip
     layer = workspace_value(workspace) or defaults.workspace
     # bool is an int to Python: "importance": true is refused, not stored as 1.
     if importance is not None and (
@@ -357,6 +363,7 @@ def memory_capture_from(
     workspace: str | None = None,
     kind: str | None = None,
     occurred_at: dt.datetime | None = None,
+    written_elsewhere: bool = False,
 ) -> Capture:
     """Capture what an import or capture path found at ``origin``, or update what it found before.
 
@@ -380,19 +387,30 @@ def memory_capture_from(
                     return memory_remember(
                         actor=actor, content=content, tags=tags, workspace=workspace, source=source,
                         kind=kind, origin=origin, occurred_at=occurred_at, block_duplicates=False,
+                        written_elsewhere=written_elsewhere,
                     )  # fmt: skip
             except IntegrityError:
                 continue  # the same origin imported concurrently: update what the other call stored
-        return _update_from_origin(actor, existing, content=content, tags=tags, occurred_at=occurred_at)
+        return _update_from_origin(
+            actor, existing, content=content, tags=tags, occurred_at=occurred_at, written_elsewhere=written_elsewhere
+        )
     raise MemoryInvalid(f"origin {origin!r} is being imported by another request; try again")
 
 
 def _update_from_origin(
-    actor: Member, memory_id: Any, *, content: str, tags: list[str] | None, occurred_at: dt.datetime | None
+    actor: Member,
+    memory_id: Any,
+    *,
+    content: str,
+    tags: list[str] | None,
+    occurred_at: dt.datetime | None,
+    written_elsewhere: bool = False,
 ) -> Capture:
     occurred_at = checked_occurred_at(occurred_at)
     text = _clean_content(content)
-    parsed = normalise_tags([*(tags or []), *capture_defaults(actor).tags], text)
+    parsed = normalise_tags(
+        [*(tags or []), *capture_defaults(actor).tags], text, controls_in_content=not written_elsewhere
+    )
     with transaction.atomic():
         memory = editable(actor, memory_id)
         merged = list(dict.fromkeys([*memory.tags, *parsed.tags]))[:64]
@@ -649,8 +667,12 @@ def memory_update(
         if tags is not None:
             parsed = normalise_tags(tags, memory.content)
             memory.tags = parsed.tags
-            if parsed.status:
-                memory.status = parsed.status
+            # A status tag written now sets the status: in the new tags, or in text edited now.
+            # One left in the unedited text does not: a tags-only edit made a memory deprecated
+            # (or held as a draft beside a canonical one it contradicts) canonical again.
+            status = parsed.status if content is not None else normalise_tags(tags).status
+            if status:
+                memory.status = status
         _reembed(memory)
         memory.save()
         _event(memory, actor, MemoryEvent.Action.UPDATED, content=content is not None, tags=tags is not None)

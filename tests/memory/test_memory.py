@@ -337,6 +337,17 @@ class ShareAndLinkTests(MemoryTestCase):
             memory_get(actor=self.bob, memory_id=b.pk)
         assert memory_connections(actor=self.alice, memory_id=b.pk) == []
 
+    def test_a_tags_only_edit_keeps_the_status_a_status_tag_in_the_text_once_set(self) -> None:
+        memory = self.remember("The deploy freeze starts on the 20th. #status:canonical")
+        assert memory.status == "canonical"
+        memory_set_status(actor=self.alice, memory_id=memory.pk, status="deprecated")
+        edited = memory_update(actor=self.alice, memory_id=memory.pk, tags=["release"])
+        assert edited.status == "deprecated"  # was canonical again: back in recall and capsules
+        assert memory_update(actor=self.alice, memory_id=memory.pk, tags=["status:draft"]).status == "draft"
+        text = "Freeze from the 21st. #status:canonical"
+        rewritten = memory_update(actor=self.alice, memory_id=memory.pk, content=text, tags=["release"])
+        assert rewritten.status == "canonical"  # written now, in the edited text
+
     def test_links_refuse_self_and_unknown_types_and_unlink_removes(self) -> None:
         a = self.remember("Alpha fact.")
         b = self.remember("Beta fact.")
