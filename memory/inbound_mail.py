@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 import secrets
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from memory.classify import MemoryInvalid
 from memory.mail_message import Attachment, MailTooComplex, ParsedMail, parse_mail
 from memory.models import Kind, Memory, MemoryPreference
 from memory.services import MAX_CONTENT, memory_capture_from
+
+logger = logging.getLogger(__name__)
 
 LOCAL_PART = "memory"
 TOKEN_BYTES = 20  # 160 bits: 32 base32 characters
@@ -249,6 +252,12 @@ def mail_capture(*, recipient: str, mail_from: str, raw: bytes) -> MailReceipt:
         raise MailRefused(554, "5.6.0", "the message's parts are nested too deeply") from None
     except MailTooComplex as complex_mail:
         raise MailRefused(552, "5.3.4", str(complex_mail)) from None
+    except Exception as unreadable:
+        # The standard email package raises what it meets on a malformed header (IndexError for
+        # "filename*", UnicodeEncodeError, UnboundLocalError for "<a@["): a 451 had the sending
+        # server try again for days. The same bytes never read better: refuse them for good.
+        logger.warning("inbound mail unreadable (%s)", type(unreadable).__name__, exc_info=True)
+        raise MailRefused(554, "5.6.0", "the message has a header that cannot be read. Nothing was stored") from None
     origin = mail_origin(mail, raw)
     with transaction.atomic():
         member = _recipient_member(recipient, lock=True)
@@ -330,15 +339,32 @@ def _shown(filename: str) -> str:
     return "(a file whose name was refused)" if "\x00" in filename or find(filename) else filename
 
 
+MAX_LIST = MAX_CONTENT // 5  # each attachment list's characters: 400 named files left no room for the mail
+
+
+def _listed(label: str, items: list[str], separator: str) -> str:
+    """``label`` and ``items`` joined, at most ``MAX_LIST`` characters: those past it are counted."""
+    shown: list[str] = []
+    used = len(label)
+    for index, item in enumerate(items):
+        rest = len(items) - index - 1
+        tail = len(f"{separator}and {rest:,} more") if rest else 0
+        if used + len(separator) + len(item) + tail > MAX_LIST:
+            return label + separator.join([*shown, f"and {len(items) - index:,} more"])
+        shown.append(item)
+        used += len(separator) + len(item)
+    return label + separator.join(shown)
+
+
 def memory_text(mail: ParsedMail, *, stored: list[tuple[str, str]], refused: list[tuple[str, str]]) -> str:
     """The memory's content: the subject, the body, then the attachments; at most ``MAX_CONTENT``
     characters — a longer body is cut and says so."""
     subject = mail.subject or "(no subject)"
     notes = []
     if stored:
-        notes.append("Attachments stored: " + ", ".join(f"capture:{key} ({name})" for key, name in stored))
+        notes.append(_listed("Attachments stored: ", [f"capture:{key} ({name})" for key, name in stored], ", "))
     if refused:
-        notes.append("Attachments not stored: " + "; ".join(f"{_shown(name)}: {why}" for name, why in refused))
+        notes.append(_listed("Attachments not stored: ", [f"{_shown(name)}: {why}" for name, why in refused], "; "))
     footer = "\n".join(notes)
     room = MAX_CONTENT - len(subject) - (len(footer) + 2 if footer else 0) - 2
     body = mail.body

@@ -254,6 +254,41 @@ class InboundMailTests(TransactionTestCase):
             assert words in text.decode()
         self.assert_nothing_stored()
 
+    def test_a_header_the_parser_cannot_read_is_refused_for_good_not_deferred(self) -> None:
+        """The email package raised IndexError, UnicodeEncodeError or UnboundLocalError on these:
+        "451 try again later", for days, with a traceback in the log each time."""
+        head = (b"From: Alice <alice@example.com>\r\nTo: x\r\nSubject: hi\r\n"
+                b"Message-ID: <m1@mail.example.com>\r\n")  # fmt: skip
+        mixed = b'Content-Type: multipart/mixed; boundary="X"\r\n\r\n--X\r\nContent-Type: text/plain\r\n\r\nbody\r\n'
+        for data in (
+            head + b"Content-Type: text/plain; x*\r\n\r\nhello\r\n",
+            head.replace(b"<m1@mail.example.com>", b"<a@[") + b"\r\nhello\r\n",
+            head + mixed + b"--X\r\nContent-Disposition: attachment; filename*\r\n\r\ndata\r\n--X--\r\n",
+            head + mixed + b"--X\r\nContent-Disposition: attachment; filename*=utf-7''%2B2AA-.txt\r\n\r\nd\r\n"
+            b"--X--\r\n",
+        ):
+            with smtplib.SMTP("127.0.0.1", self.port, timeout=120) as smtp:
+                smtp.ehlo("mx.example.com")
+                smtp.mail("alice@example.com")
+                smtp.rcpt(self.address)
+                code, text = smtp.data(data)
+            assert code == 554, (data, text)
+            assert text.decode() == "5.6.0 the message has a header that cannot be read. Nothing was stored"
+        self.assert_nothing_stored()
+
+    def test_four_hundred_named_attachments_leave_room_for_the_mail(self) -> None:
+        """The attachment lists were never cut: past 20,000 characters the whole mail was refused
+        as "content may be at most 20000 characters"."""
+        mail = forwarded_mail(to=self.address, attachment=None)
+        for number in range(400):
+            mail.add_attachment(b"n", maintype="text", subtype="plain",
+                                filename=f"holiday-photo-caption-{number:03d}-with-a-descriptive-name.txt")  # fmt: skip
+        stage, code, text = self.send(mail, mail_from="alice@example.com", to=self.address)
+        assert (stage, code) == ("DATA", 250), text
+        content = Memory.objects.get().content
+        assert "The renewal deadline is 31 March" in content
+        assert re.search(r"Attachments not stored: .*; and [\d,]+ more$", content), content[-300:]
+
     def test_an_html_only_mail_is_read_as_text_and_a_long_one_is_trimmed_saying_so(self) -> None:
         paragraph = "<p>Quarterly planning notes, item {n}: keep the release train weekly.</p>"
         html = "<html><head><style>p {{ color: red }}</style></head><body>" + "".join(
