@@ -20,6 +20,7 @@ path (``ingest.services.document_ingest``), all in one transaction.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 import re
@@ -177,8 +178,26 @@ def same_address(a: str, b: str) -> bool:
     """Two addr-specs name the same mailbox: equal ignoring case — the domain by RFC 5321, the
     local part too because mainstream mail systems fold it, and people type their address
     in whatever case (``Alice@Example.com`` is the account ``alice@example.com``)."""
-    left, right = a.strip(), b.strip()
-    return bool(left) and "@" in left and left.casefold() == right.casefold()
+    left = _mailbox(a)
+    return bool(left) and left == _mailbox(b)
+
+
+def _mailbox(address: str) -> str:
+    """``address`` as ``same_address`` compares it, or "" when it names no mailbox: read as
+    UTF-8 (an internationalised header's 8-bit bytes reach us as surrogate escapes, and an
+    ``elise@bücher.example`` From never matched its account), the domain in its IDNA form
+    (``xn--bcher-kva.example`` is the same domain), case-folded."""
+    text = address.strip()
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeError:
+        return ""  # bytes that are not UTF-8 name no member's address
+    local, at, domain = text.rpartition("@")
+    if not at or not local or not domain:
+        return ""
+    with contextlib.suppress(UnicodeError):  # not a name IDNA can spell: compared as written
+        domain = domain.encode("idna").decode("ascii")
+    return f"{local}@{domain}".casefold()
 
 
 def _recipient_member(recipient: str, *, lock: bool = False) -> Member:

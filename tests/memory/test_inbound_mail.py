@@ -14,7 +14,7 @@ import socket
 from email.message import EmailMessage
 from email.policy import SMTP as SMTP_POLICY
 
-from django.test import TransactionTestCase, override_settings
+from django.test import TestCase, TransactionTestCase, override_settings
 
 from corpus.models import Source
 from grants.principals import SYSTEM
@@ -328,3 +328,22 @@ class InboundMailTests(TransactionTestCase):
         assert "From: Alice <carol@supplier.example>\nDate: Tue, 03 Mar 2026 09:15:00 +0100" in content
         assert "Subject: Contract renewal\nTo: alice@example.com\n\nThe renewal deadline is 31 March." in content
         assert Document.objects.get().filename == "renewal-notes.txt"
+
+
+@override_settings(BRAIN_INBOUND_DOMAIN=DOMAIN)
+class InternationalSenderTests(TestCase):
+    def test_a_member_whose_domain_is_not_ascii_can_send_in_utf8_or_punycode(self) -> None:
+        """An 8-bit From header (RFC 6532) reached the comparison as surrogate escapes, so an
+        ``elise@bücher.example`` mail was refused as "sender not allowed" every time."""
+        from memory.inbound_mail import mail_capture, same_address
+
+        elise = member_create(actor=SYSTEM, username="elise", email="elise@bücher.example")
+        address = inbound_address_enable(actor=elise)
+        for number, sender in enumerate(("Elise <elise@bücher.example>", "elise@XN--BCHER-KVA.example")):
+            raw = f"From: {sender}\r\nSubject: note\r\nMessage-ID: <idn{number}@x>\r\n\r\nhello\r\n".encode()
+            receipt = mail_capture(recipient=address, mail_from="elise@bücher.example", raw=raw)
+            assert receipt.outcome in ("stored", "flagged"), sender  # the second reads like the first
+        assert Memory.objects.filter(author=elise).count() == 2
+        assert not same_address("elise@bücher.example", "elise@bucher.example")
+        assert not same_address("\udcff@example.com", "\udcff@example.com")
+        assert not same_address("nobody", "nobody")
