@@ -112,6 +112,16 @@ def build(member: Member, kind: str, project_id: str | None, workspace: str) -> 
     if workspace == Workspace.PERSONAL:
         candidates = candidates.filter(author=member)
     rows = list(candidates.select_related("author__user").order_by("created_at", "id")[: MAX_CANDIDATES + 1])
+    crowded = len(rows) > MAX_CANDIDATES and workspace == Workspace.COMPANY
+    if crowded:
+        # Any member may publish a shared entry: 201 of them took the capsule down for everyone,
+        # the administrators' entries with it. Past the bound only theirs are read (``_settled``
+        # would serve theirs over any other anyway), and the capsule says it is not complete.
+        administrators = candidates.filter(
+            author__role__in=(Member.Role.OWNER, Member.Role.ADMIN), author__is_active=True,
+            author__user__is_active=True,
+        )  # fmt: skip
+        rows = list(administrators.select_related("author__user").order_by("created_at", "id")[: MAX_CANDIDATES + 1])
     if len(rows) > MAX_CANDIDATES:
         raise CapsuleRefused("too_many_candidates", "too-many-candidates",
                              f"more than {MAX_CANDIDATES} canonical entries name this capsule")  # fmt: skip
@@ -153,7 +163,8 @@ def build(member: Member, kind: str, project_id: str | None, workspace: str) -> 
         "project_id": project_id,
         "workspace": workspace,
         "populated": populated,
-        "complete": populated and not (duplicate_slots or invalid or omitted),
+        "complete": populated and not (duplicate_slots or invalid or omitted or crowded),
+        "crowded": crowded,
         "text": text,
         "prompt_hash": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "sections": used,

@@ -130,6 +130,8 @@ def _capsule_problems(member: Member | None, layer: QuerySet[Memory]) -> list[di
             problems.append({"capsule": name, "problem": f"{len(payload['invalid_entries'])} malformed entries"})
         if payload["omitted_slots"]:
             problems.append({"capsule": name, "problem": "over budget: " + ", ".join(payload["omitted_slots"])})
+        if payload["crowded"]:
+            problems.append({"capsule": name, "problem": "too-many-candidates: only administrators' entries are read"})
     return problems
 
 

@@ -410,6 +410,7 @@ class CapsuleOut(Out):
     omitted_slots: list[str]
     duplicate_slots: list[str]
     invalid_entries: list[dict[str, str]]
+    crowded: bool = Field(description="Over 200 shared entries name it: only administrators' entries were read")
     char_count: int
     max_chars: int
     etag: str

@@ -161,12 +161,28 @@ class CapsuleTests(TestCase):
                                  tags=["capsule:core", "capsule-slot:identity", "status:canonical"]).memory  # fmt: skip
         served = self.get("/prompt-capsules/core?workspace=company").json()
         assert served["invalid_entries"] == [{"entry_id": str(shared.pk), "reason": "content-too-large"}]
+        rows = [Memory(author=self.alice, workspace="personal", content=f"p{i}", status="canonical",
+                       tags=["capsule:project:atlas", "capsule-slot:decisions"]) for i in range(201)]  # fmt: skip
+        Memory.objects.bulk_create(rows)
+        many = self.get("/prompt-capsules/projects/atlas")
+        assert many.status_code == 409
+        assert many.json()["error"]["code"] == "too_many_candidates"
+
+    def test_a_member_flooding_the_shared_layer_cannot_take_the_administrators_capsule_down(self) -> None:
+        """201 shared entries by any member answered 409 for everyone, the administrator's too."""
+        carol = member_create(actor=SYSTEM, username="carol", role="admin")
+        served = self.entry("current-state", "Atlas ships in May.", target="capsule:project:atlas", who=carol,
+                            workspace="company")  # fmt: skip
         rows = [Memory(author=self.bob, workspace="company", content=f"p{i}", status="canonical",
                        tags=["capsule:project:atlas", "capsule-slot:decisions"]) for i in range(201)]  # fmt: skip
         Memory.objects.bulk_create(rows)
-        many = self.get("/prompt-capsules/projects/atlas?workspace=company")
-        assert many.status_code == 409
-        assert many.json()["error"]["code"] == "too_many_candidates"
+        capsule = self.get("/prompt-capsules/projects/atlas?workspace=company").json()
+        assert capsule["sections"] == [{"slot": "current-state", "entry_id": str(served.pk)}]
+        assert (capsule["crowded"], capsule["complete"]) == (True, False)
+        assert "p1" not in capsule["text"]
+        # More than 200 by administrators is still refused: they can tidy their own entries.
+        Memory.objects.filter(author=self.bob).update(author=carol)
+        assert self.get("/prompt-capsules/projects/atlas?workspace=company").status_code == 409
 
     def test_http_etag_304_head_405_and_headers(self) -> None:
         self.entry("identity", "I am Alice.")
