@@ -185,7 +185,10 @@ def vault_import_queue(
     """
     if not isinstance(actor, Member) or not actor.is_active:
         raise PermissionDenied("only an active member has memories")
-    if vault and not VAULT_NAME.match(vault):
+    # Named by the caller or, without one, by the zip's top folder: either is checked now, not
+    # by the worker after the upload was accepted (a quick import refuses it at once too).
+    name = vault or upload.folder or ""
+    if name and not VAULT_NAME.match(name):
         raise MemoryInvalid(
             'vault must be 1 to 64 letters, digits, spaces, "-", "_" or "." (it names the vault in every origin)'
         )
@@ -197,7 +200,7 @@ def vault_import_queue(
     try:
         with transaction.atomic():
             job = VaultImport.objects.create(
-                member=actor, kind=upload.kind, vault=vault or upload.folder or "", workspace=layer,
+                member=actor, kind=upload.kind, vault=name, workspace=layer,
                 archive=archive, archive_bytes=len(archive), notes_total=upload.notes,
                 other_files=upload.other_files,
             )  # fmt: skip

@@ -310,6 +310,11 @@ def test_only_the_notes_are_kept_for_the_worker_and_bad_zips_are_refused_at_once
     refused = api(alice, "post", "import/obsidian", buffer.getvalue())
     assert refused.status_code == 400
     assert any("../escape.md" in problem for problem in refused.json()["error"]["problems"])
+    # A zip whose folder cannot name a vault (it names it in every origin) was queued (202),
+    # then refused by the worker; it is refused at once, as a quick import is.
+    unnamed = api(alice, "post", "import/obsidian", vault("Notes (old)", 5))
+    assert unnamed.status_code == 400
+    assert "vault must be 1 to 64 letters" in unnamed.json()["error"]["message"]
     assert VaultImport.objects.filter(member=alice).count() == 1
 
 
