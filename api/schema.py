@@ -38,25 +38,41 @@ ERRORS = {
     401: "No credential, or one that is unknown, expired or revoked.",
     403: "The credential's kind or scope does not reach this endpoint, or the service refused the action.",
     404: "Not found — or not visible to you: the two are indistinguishable.",
+    405: "The method is not one this path answers (``Allow`` lists those it does).",
+    406: "The ``Accept`` header asks for a type other than JSON.",
     429: "Over your rate window; ``Retry-After`` says when to come back.",
     503: "The database or the embedding service is not answering; send it again after ``Retry-After``.",
 }
 # A request with a body may be over the size limit (before any view reads it).
-BODY_ERRORS = {413: "The request body is over the limit (``payload_too_large``)."}
+BODY_ERRORS = {
+    413: "The request body is over the limit (``payload_too_large``).",
+    415: "The body's ``Content-Type`` is not the one this endpoint reads.",
+}
 
-_SIMPLE = {"string": OpenApiTypes.STR, "integer": OpenApiTypes.INT, "number": OpenApiTypes.FLOAT,
-           "boolean": OpenApiTypes.BOOL}  # fmt: skip
+# What a query parameter's published schema keeps of its pydantic field: the bounds the server
+# checks. Only the type was kept, so values the document allowed (k=51, topK=21) were a 400.
+_KEPT = ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+         "pattern", "enum", "format", "items", "default")  # fmt: skip
 
 
-def _json_type(schema: dict[str, Any]) -> tuple[Any, bool]:
-    """(OpenAPI type, many) of a pydantic property schema."""
-    options = schema.get("anyOf") or [schema]
-    for option in options:
-        if option.get("type") == "array":
-            return _SIMPLE.get(option.get("items", {}).get("type", "string"), OpenApiTypes.STR), True
-        if option.get("type") in _SIMPLE:
-            return _SIMPLE[option["type"]], False
-    return OpenApiTypes.STR, False
+def _parameter_schema(schema: dict[str, Any], definitions: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(OpenAPI schema, many) of a pydantic property as a query parameter: its one non-null
+    form (``X | None`` is "may be left out" here), an enum's ``$ref`` resolved, bounds kept."""
+    options = [option for option in schema.get("anyOf") or [schema] if option.get("type") != "null"]
+    option = dict(options[0]) if len(options) == 1 else {"type": "string"}
+    reference = option.pop("$ref", None)
+    if reference is not None:
+        option = {**definitions.get(reference.rsplit("/", 1)[-1], {}), **option}
+    if "const" in option:
+        option["enum"] = [option["const"]]
+    kept = {key: option[key] for key in _KEPT if key in option}
+    if "default" in schema and schema["default"] is not None:
+        kept["default"] = schema["default"]
+    kept.setdefault("type", "string")
+    if kept["type"] == "array":
+        items = kept.get("items", {})
+        return {key: items[key] for key in _KEPT if key in items} or {"type": "string"}, True
+    return kept, False
 
 
 class ToolSchema(AutoSchema):
@@ -134,13 +150,14 @@ class ToolSchema(AutoSchema):
         if self.method not in ("GET", "DELETE"):
             return []
         model = operation.definition.input_model
-        properties = model.model_json_schema().get("properties", {})
+        json_schema = model.model_json_schema()
+        properties, definitions = json_schema.get("properties", {}), json_schema.get("$defs", {})
         in_path = set(self.view.kwargs.keys()) if getattr(self.view, "kwargs", None) else set()
         parameters: list[Any] = []
         for name, field in model.model_fields.items():
             if name in in_path or f"{{{name}}}" in self.path:
                 continue
-            kind, many = _json_type(properties.get(name, {}))
+            kind, many = _parameter_schema(properties.get(name, {}), definitions)
             parameters.append(
                 OpenApiParameter(
                     name=name, type=kind, many=many, required=field.is_required(),
@@ -161,7 +178,8 @@ class ToolSchema(AutoSchema):
         cursor = "Opaque: taken from the `next` or `previous` link of a page"
         parameters.append(OpenApiParameter("cursor", OpenApiTypes.STR, OpenApiParameter.QUERY, description=cursor))
         size = "Page size, 1 to 200 (default 20)"
-        parameters.append(OpenApiParameter("limit", OpenApiTypes.INT, OpenApiParameter.QUERY, description=size))
+        limit = {"type": "integer", "minimum": 1, "maximum": 200, "default": 20}
+        parameters.append(OpenApiParameter("limit", limit, OpenApiParameter.QUERY, description=size))
         return parameters
 
 

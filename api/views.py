@@ -497,7 +497,7 @@ class SourceUpload(PlainView):
         return Response(body.model_dump(), status=202)
 
 
-class StatusOut(BaseModel):
+class SourceStatusOut(BaseModel):
     key: str
     title: str
     extraction: dict[str, Any] | None
@@ -508,7 +508,7 @@ class SourceStatus(PlainView):
 
     surface = "sources.read"
     operation_id = "source_status"
-    response_models = {200: StatusOut}
+    response_models = {200: SourceStatusOut}
 
     def get(self, request: Request, key: str) -> Response:
         from corpus.selectors import source_get_visible
@@ -518,7 +518,7 @@ class SourceStatus(PlainView):
         assert isinstance(caller, Caller)
         found = source_get_visible(principal=caller.principal, key=key)
         extraction = latest_extraction(found)
-        body = StatusOut(key=found.key, title=found.title,
+        body = SourceStatusOut(key=found.key, title=found.title,
                          extraction=extraction_status(extraction) if extraction else None)  # fmt: skip
         return Response(body.model_dump())
 
