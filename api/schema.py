@@ -65,12 +65,12 @@ def _parameter_schema(schema: dict[str, Any], definitions: dict[str, Any]) -> tu
         option = {**definitions.get(reference.rsplit("/", 1)[-1], {}), **option}
     if "const" in option:
         option["enum"] = [option["const"]]
-    kept = {key: option[key] for key in _KEPT if key in option}
+    kept: dict[str, Any] = {key: option[key] for key in _KEPT if key in option}
     if "default" in schema and schema["default"] is not None:
         kept["default"] = schema["default"]
     kept.setdefault("type", "string")
     if kept["type"] == "array":
-        items = kept.get("items", {})
+        items: dict[str, Any] = kept.get("items", {})
         return {key: items[key] for key in _KEPT if key in items} or {"type": "string"}, True
     return kept, False
 
