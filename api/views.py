@@ -96,7 +96,10 @@ class PlainView(APIView):
 class RevisionOut(BaseModel):
     number: int = Field(description="Names the revision (a revert repeats a hash, never a number)")
     path: str = Field(description="Where it was approved: the page's path, or an earlier one before a move")
-    revision_sha256: str
+    revision_sha256: str = Field(
+        description="The revision's hash as you read it: of the whole text, or of what you are shown when"
+        " a citation or related page is left out for you"
+    )
     promoted_by: str
     promoted_at: str
     build_id: str | None = Field(description="The build that carried it, when you may see that build")
@@ -127,7 +130,7 @@ class PageHistory(PlainView):
         history = HistoryOut(
             path=page.path,
             revisions=[
-                RevisionOut(number=entry.number, path=entry.revision.path, revision_sha256=entry.revision.sha256,
+                RevisionOut(number=entry.number, path=entry.revision.path, revision_sha256=entry.sha256,
                             promoted_by=entry.promoted_by,
                             promoted_at=entry.promoted_at.isoformat(), build_id=entry.build_id,
                             build_title=entry.build_title, note=entry.note)

@@ -18,7 +18,7 @@ from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promoti
 from builds.review import revision_readable
 from builds.selectors import builds_approvable_by
 from corpus.models import Page, Revision
-from corpus.selectors import page_get_visible
+from corpus.selectors import ReferenceFilter, page_get_visible, sha256_as_seen
 from grants.models import Member
 from grants.predicates import effective_permissions
 from grants.principals import Principal, SystemPrincipal
@@ -36,9 +36,11 @@ class HistoryEntry:
     build_title: str | None
     note: str
 
+    sha256: str  # as the reader may have it (``corpus.selectors.sha256_as_seen``)
+
     @property
     def short_hash(self) -> str:
-        return self.revision.sha256[:SHORT_HASH]
+        return self.sha256[:SHORT_HASH]
 
     @property
     def number(self) -> int:
@@ -88,9 +90,11 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
 
     shown_revisions = [revision for revision in revisions if reads(revision)]
     seen_builds = builds_titles_visible_to(principal, {r.build_pk for r in shown_revisions if r.build_pk})  # type: ignore[attr-defined]
+    references = ReferenceFilter(principal, [revision.frontmatter for revision in shown_revisions])
     entries = [
         HistoryEntry(
             revision=revision,
+            sha256=sha256_as_seen(revision, references.seen(revision.frontmatter)),
             promoted_by=revision.promoted_by.username if revision.promoted_by is not None else "the system (import)",
             promoted_at=revision.promoted_at,  # type: ignore[arg-type]
             # A build's title and approval note speak for all its pages: shown only to those

@@ -6,6 +6,8 @@ indistinguishable from what does not exist (``DoesNotExist`` either way).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,6 +191,16 @@ class ReferenceFilter:
         return shown
 
 
+def sha256_as_seen(revision: Revision, shown: dict[str, Any]) -> str:
+    """The revision's sha256 as a reader shown the frontmatter ``shown`` may have it: the stored
+    one when they see all of it; else the sha256 of what they are shown. The hash of the whole
+    text let a reader test guesses of a citation left out for them (offline, key by key)."""
+    if shown == revision.frontmatter:
+        return revision.sha256
+    seen = json.dumps(shown, sort_keys=True, ensure_ascii=False, default=str) + "\n---\n" + revision.body
+    return hashlib.sha256(seen.encode("utf-8")).hexdigest()
+
+
 def page_read(*, principal: Principal | None, path: str) -> PageView:
     """Read the live page at ``path``; ``Page.DoesNotExist`` if missing or not visible.
 
@@ -219,7 +231,7 @@ def page_view_of(page: Page, principal: Principal | None) -> PageView:
         sources=[str(ref).removeprefix("capture:") for ref in shown.get("sources", [])],
         related=[str(item) for item in shown.get("related", [])],
         body=revision.body,
-        revision_sha256=revision.sha256,
+        revision_sha256=sha256_as_seen(revision, shown),
         promoted_by=promoted_by,
         promoted_at=revision.promoted_at.isoformat() if revision.promoted_at else None,
     )

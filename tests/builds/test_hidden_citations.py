@@ -106,3 +106,22 @@ class HiddenCitationTests(BrainTestCase):
         ]
         assert removed  # the body's lines
         assert not any("secret-deal" in line or hidden_page in line for line in removed), removed
+
+    def test_the_hash_a_reader_is_given_is_of_what_they_read(self) -> None:
+        """The stored sha256 covers the whole text: a reader could rebuild the page from what they
+        are shown plus a guessed key and test it against the hash, key by key, offline."""
+        from builds.history import page_history
+        from corpus.models import Page
+        from corpus.selectors import page_read
+
+        stored = Page.objects.get(path=PAGE).current_revision
+        assert stored is not None
+        dora = page_read(principal=self.dora, path=PAGE)
+        assert dora.sources == []
+        assert dora.revision_sha256 != stored.sha256
+        assert page_read(principal=SYSTEM, path=PAGE).revision_sha256 == stored.sha256
+        history = page_history(principal=self.dora, path=PAGE)[1]
+        assert [entry.sha256 for entry in history] == [dora.revision_sha256]
+        # The same for every reader who is shown the same; it changes when what they see changes.
+        grant_issue(actor=SYSTEM, member=self.bob, path="captures/notes/", permission="read")
+        assert page_read(principal=self.bob, path=PAGE).revision_sha256 == dora.revision_sha256
