@@ -29,6 +29,7 @@ from corpus.models import Page, Source
 from grants.models import Member
 from mcp_api.tools.corpus import PageRef, SourceRef
 from mcp_api.tools.memory import THE_TEAM, MemoryOut, memory_out
+from memory.classify import tag_as_stored
 from memory.models import Memory
 
 
@@ -121,7 +122,7 @@ class MemoryFilter(django_filters.FilterSet):  # type: ignore[misc]
         fields: list[str] = []
 
     def has_tag(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
-        return queryset.filter(tags__contains=[value.strip().lower()])
+        return queryset.filter(tags__contains=[tag_as_stored(value)])
 
     def the_team(self, queryset: QuerySet[Memory], name: str, value: str) -> QuerySet[Memory]:
         return queryset  # there is one team: naming it changes nothing

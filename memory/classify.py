@@ -37,6 +37,12 @@ class Tags:
 MAX_WRITTEN_TAGS = 4 * MAX_TAGS  # entries a list may hold (spellings of one tag repeat)
 
 
+def tag_as_stored(tag: str) -> str:
+    """A tag as a filter looks for it: spelled as ``normalise_tags`` stores it (NFKC, trimmed,
+    lower-cased, a leading ``#`` dropped): ``?tag=#Urgent`` finds ``urgent``, as written."""
+    return normalise(tag).strip().lower().lstrip("#").strip()
+
+
 def normalise_tags(raw: list[str] | None, content: str = "", *, controls_in_content: bool = True) -> Tags:
     """Trim, lower-case and de-duplicate tags; add ``#hashtags`` from ``content``.
 
@@ -64,7 +70,7 @@ def normalise_tags(raw: list[str] | None, content: str = "", *, controls_in_cont
         hashtags = [tag for tag in hashtags if not normalise(tag).lower().startswith(CONTROL_PREFIXES)]
     for tag in dict.fromkeys([*(raw or []), *hashtags]):
         refuse(tag, field="tag")
-        clean = normalise(tag).strip().lower().lstrip("#").strip()
+        clean = tag_as_stored(tag)
         if not clean:
             continue
         if "," in clean:

@@ -40,7 +40,7 @@ from brain.vectors import current_model_q
 from corpus.lexical import normalise
 from corpus.search import query_embedding, tsquery_sql
 from grants.models import Member
-from memory.classify import MemoryInvalid
+from memory.classify import MemoryInvalid, tag_as_stored
 from memory.models import Kind, Memory, MemoryLink, Status, Volatility, Workspace
 
 RRF_K = 60
@@ -198,7 +198,7 @@ def memory_recall(
     if workspace:
         base = base.filter(workspace=workspace)
     if tag:
-        base = base.filter(tags__contains=[normalise(tag).strip().lower()])
+        base = base.filter(tags__contains=[tag_as_stored(tag)])
     # A memory's time is when it happened (a calendar event, a mail) where known, else when it
     # was captured.
     if after:
@@ -361,7 +361,7 @@ def memory_list_recent(
         raise MemoryInvalid('kind must be "episodic" or "semantic"')
     memories = Memory.objects.visible_to(actor).select_related("author__user")
     if tag:
-        memories = memories.filter(tags__contains=[normalise(tag).strip().lower()])
+        memories = memories.filter(tags__contains=[tag_as_stored(tag)])
     if kind:
         memories = memories.filter(kind=kind)
     if workspace:

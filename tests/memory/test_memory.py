@@ -114,6 +114,17 @@ class CaptureTests(MemoryTestCase):
         assert normalise_tags(["#Urgent", "urgent", "# ops"]).tags == ["urgent", "ops"]
         with pytest.raises(MemoryInvalid, match="cannot contain a comma"):
             normalise_tags(["north,south"])
+        # A filter finds a tag however it was spelled when stored: "#Release-42" (the "#" kept,
+        # it found nothing), full-width letters (NFKC) — on recall, recent and the REST list.
+        from memory.tokens import api_token_issue
+
+        for spelling in ("#Release-42", "ｒｅｌｅａｓｅ-42", " release-42 "):
+            found = memory_recall(actor=self.alice, query="deploy freeze", tag=spelling)
+            assert [item.memory.pk for item in found.results] == [memory.pk], spelling
+            assert [m.pk for m in memory_list_recent(actor=self.alice, tag=spelling)] == [memory.pk], spelling
+        token = api_token_issue(actor=self.alice, name="t", scopes=["memory"])[1]
+        listed = self.client.get("/api/v1/memories", {"tag": "#Release-42"}, HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert [item["id"] for item in listed.json()["results"]] == [str(memory.pk)]
 
     def test_a_long_tag_list_is_refused_before_each_tag_is_scanned(self) -> None:
         """Every entry went through the secret detector before duplicates were dropped: 200,000
