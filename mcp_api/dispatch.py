@@ -160,7 +160,11 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         ratelimit.hit(principal_key=caller.rate_key, rate_class="read")
         return error(message_id, INVALID_PARAMS, f"Unknown tool: {_shown(name)}")
     ratelimit.hit(principal_key=caller.rate_key, rate_class=tool.rate_class)  # raises RateLimited → 429
-    arguments = params.get("arguments") or {}
+    # Left out (or null): no arguments. Anything else must be an object: `false`, 0 or "" were
+    # taken as {} — a client's bug answered as if it had asked for the defaults.
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
     try:
         args = tool_arguments(tool, arguments)
     except ArgsInvalid as invalid:

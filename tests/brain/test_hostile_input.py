@@ -351,6 +351,16 @@ class HostileMcpTests(BrainTestCase):
 
         run()
 
+    def test_arguments_that_are_not_an_object_are_refused_not_read_as_none(self) -> None:
+        """`false`, 0, "" and [] were taken as {}: a client's bug answered as if it had asked for
+        the defaults (tools whose arguments are all optional ran)."""
+        for arguments in (False, 0, "", [], "{}"):
+            with self.subTest(arguments=arguments):
+                answer = self.call("list_sources", arguments)
+                assert answer["result"]["isError"] is True, answer
+                assert "Invalid arguments" in answer["result"]["content"][0]["text"]
+        assert self.call("list_sources", None)["result"]["isError"] is False  # left out: no arguments
+
     def test_json_rpc_envelopes(self) -> None:
         cases = [
             ('{"jsonrpc":"2.0","id":1e400,"method":"ping"}', 400),
