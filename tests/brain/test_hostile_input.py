@@ -354,7 +354,8 @@ class HostileMcpTests(BrainTestCase):
     def test_arguments_that_are_not_an_object_are_refused_not_read_as_none(self) -> None:
         """`false`, 0, "" and [] were taken as {}: a client's bug answered as if it had asked for
         the defaults (tools whose arguments are all optional ran)."""
-        for arguments in (False, 0, "", [], "{}"):
+        not_objects: tuple[Any, ...] = (False, 0, "", [], "{}")
+        for arguments in not_objects:
             with self.subTest(arguments=arguments):
                 answer = self.call("list_sources", arguments)
                 assert answer["result"]["isError"] is True, answer
