@@ -13,7 +13,7 @@ from django.db import connection
 from brain.rows import columns, fetch_one, hydrate
 from builds.models import Build, BuildCapture, BuildChange, BuildFigure, Promotion
 from corpus.models import Page, Revision
-from corpus.selectors import ReferenceFilter, frontmatter_references
+from corpus.selectors import ReferenceFilter, frontmatter_references, sha256_as_seen
 from grants.models import Member, Permission, Sensitivity
 from grants.predicates import effective_permissions, holds_any
 from grants.principals import Principal, SystemPrincipal
@@ -838,6 +838,22 @@ def _moved_to(change: BuildChange) -> str:
     return change.revision.path if moves and change.revision is not None else ""
 
 
+def _hashes_as_seen(approved: list[dict[str, Any]], viewer: Principal | None) -> list[Any]:
+    """Each approved change's sha256 as ``viewer`` may have it (``sha256_as_seen``): the draft
+    of a writer who could not read some citation keeps it, and its whole-text hash would let
+    them test guesses of it. One query for the revisions, at most two for the filter."""
+    ids = [item["revision"] for item in approved if isinstance(item.get("revision"), int)]
+    revisions = {revision.pk: revision for revision in Revision.objects.filter(pk__in=ids)}
+    references = ReferenceFilter(viewer, [revision.frontmatter for revision in revisions.values()])
+    hashes: list[Any] = []
+    for item in approved:
+        revision = revisions.get(item.get("revision"))  # type: ignore[arg-type]
+        hashes.append(
+            sha256_as_seen(revision, references.seen(revision.frontmatter)) if revision else item.get("sha256")
+        )
+    return hashes
+
+
 def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object]:
     """The JSON shape of a build for the API (ids are public ids only), as ``viewer`` may see it."""
     drafts = visible_drafts(build=build, viewer=viewer)
@@ -851,15 +867,18 @@ def build_summary(*, build: Build, viewer: Principal | None) -> dict[str, object
             if change.pk in readable
             for path in (change.path, change.new_path)
         }
+        approved = [
+            item for item in promotion.approved if isinstance(item, dict) and item.get("path") in readable_paths
+        ]
         approval = {
             "approver": promotion.approver_label,
             "note": promotion.note,
             "at": promotion.created_at.isoformat(),
-            # What went live, as the reader may see it (never a path they cannot read).
+            # What went live, as the reader may see it (never a path they cannot read, nor a hash
+            # of citations left out for them).
             "changes": [
-                {"path": item.get("path"), "action": item.get("action"), "sha256": item.get("sha256")}
-                for item in promotion.approved
-                if isinstance(item, dict) and item.get("path") in readable_paths
+                {"path": item.get("path"), "action": item.get("action"), "sha256": sha}
+                for item, sha in zip(approved, _hashes_as_seen(approved, viewer), strict=True)
             ],
         }
     return {

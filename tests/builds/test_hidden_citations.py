@@ -106,6 +106,23 @@ class HiddenCitationTests(BrainTestCase):
         ]
         assert removed  # the body's lines
         assert not any("secret-deal" in line or hidden_page in line for line in removed), removed
+        # Promoted, the build's record gives its writer the hash of what they may read, not of
+        # the text holding the citation put back for them (a hash to test guesses against).
+        from builds.selectors import build_summary
+        from builds.services import build_promote, build_submit
+        from corpus.models import Page
+        from corpus.selectors import page_read
+
+        build_promote(actor=SYSTEM, build=build_submit(actor=self.dora, build=self.build))
+        self.build.refresh_from_db()
+        live = Page.objects.get(path=PAGE).current_revision
+        assert live is not None
+        assert HIDDEN in live.frontmatter["sources"]
+        approval: Any = build_summary(build=self.build, viewer=self.dora)["promotion"]
+        [change] = approval["changes"]
+        assert change["sha256"] == page_read(principal=self.dora, path=PAGE).revision_sha256 != live.sha256
+        approved: Any = build_summary(build=self.build, viewer=SYSTEM)["promotion"]
+        assert approved["changes"][0]["sha256"] == live.sha256
 
     def test_the_hash_a_reader_is_given_is_of_what_they_read(self) -> None:
         """The stored sha256 covers the whole text: a reader could rebuild the page from what they
