@@ -21,7 +21,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import connections, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Q, QuerySet, Value
+from django.db.models.expressions import RawSQL
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -42,6 +43,7 @@ from grants.models import (
     Sensitivity,
     ServiceAccount,
 )
+from grants.predicates import visible_ids_sql
 from grants.principals import SYSTEM, Principal, principal_for_user
 
 
@@ -634,7 +636,10 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
       other sorted the whole table on each page.
     """
 
-    list_display = ["created_at", "actor_label", "action", "target_type", "target", "request_id"]
+    list_display = ["created_at", "actor_label", "action", "target_type", "target_shown", "request_id"]
+    fields = ["created_at", "actor_label", "action", "target_type", "target_shown", "metadata_shown", "request_id"]
+    readonly_fields = ["created_at", "actor_label", "action", "target_type", "target_shown", "metadata_shown",
+                       "request_id"]  # fmt: skip
     list_filter = [("created_at", admin.DateFieldListFilter), ActorKindFilter, ActionFamilyFilter, TargetTypeFilter]
     search_fields = ["action__exact", "target__exact", "actor_label__exact", "request_id__exact"]
     search_help_text = (
@@ -645,6 +650,36 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     show_full_result_count = False
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AuditEvent]:
+        """Each event annotated with whether its target (a page path, a capture key) is one the
+        administrator may read: being an administrator confers no content access, and a
+        secret page's path ("board/merger-with-….md") is content (its revisions, promotions)."""
+        events: QuerySet[AuditEvent] = super().get_queryset(request)
+        return events.annotate(target_readable=_target_readable(admin_actor(request)))
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[AuditEvent], search_term: str) -> Any:
+        """A search for a path the administrator may not read finds nothing, as for one never used."""
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        if search_term:
+            found = found.filter(target_readable=True)
+        return found, duplicates
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
+        """The event, its target and metadata blanked in memory when hidden (its page title is
+        ``str(event)``, which names the target); the admin never saves it."""
+        event = super().get_object(request, object_id, from_field)
+        if event is not None and not getattr(event, "target_readable", True):
+            event.target, event.metadata = HIDDEN_TARGET, {}
+        return event
+
+    @admin.display(description="target")
+    def target_shown(self, event: AuditEvent) -> str:
+        return event.target if getattr(event, "target_readable", True) else HIDDEN_TARGET
+
+    @admin.display(description="metadata")
+    def metadata_shown(self, event: AuditEvent) -> Any:
+        return event.metadata if getattr(event, "target_readable", True) else HIDDEN_TARGET
+
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
         return False
 
@@ -653,6 +688,26 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+HIDDEN_TARGET = "(not shown: you cannot read it)"
+
+
+def _target_readable(viewer: Principal) -> Any:
+    """SQL: true unless the event names a page or capture ``viewer`` cannot read (one with no
+    row to judge it by — a draft's path never promoted — counts as unreadable)."""
+    pages = visible_ids_sql(viewer, "read", table="corpus_page")
+    sources = visible_ids_sql(viewer, "read", table="corpus_source", path_column="scope_path")
+    if pages is None or sources is None:  # the system (a superuser without a member row) sees all
+        return Value(True, output_field=BooleanField())
+    table = AuditEvent._meta.db_table
+    sql = (
+        f"CASE {table}.target_type"  # noqa: S608 - table and column names are code constants
+        f" WHEN 'page' THEN EXISTS (SELECT 1 FROM corpus_page p WHERE p.path = {table}.target AND p.id IN ({pages[0]}))"
+        f" WHEN 'source' THEN EXISTS (SELECT 1 FROM corpus_source s WHERE s.key = {table}.target"
+        f" AND s.id IN ({sources[0]})) ELSE true END"
+    )
+    return RawSQL(sql, (*pages[1], *sources[1]), output_field=BooleanField())  # noqa: S611 - constants and params
 
 
 # --------------------------------------------------------------------------- Django users

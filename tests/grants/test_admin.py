@@ -71,6 +71,29 @@ class AdminTests(BrainTestCase):
         assert response.status_code == 200
         assert self.client.get("/admin/grants/auditevent/add/").status_code == 403
 
+    def test_the_audit_log_names_no_page_or_capture_the_administrator_cannot_read(self) -> None:
+        """Charlie administers but holds no grant: the log showed a secret page's path on its
+        promotion, and a search for a path told apart the paths in use from the rest."""
+        from tests.base import capture, publish
+
+        secret = "board/merger-with-northwind.md"
+        publish(secret, title="Merger", sensitivity="secret")
+        capture("board/merger-memo", title="Memo", sensitivity="restricted")
+        grant_issue(actor=SYSTEM, member=self.charlie, path="topics/", permission="read")
+        publish("topics/pricing/plans.md", title="Plans")
+        listed = self.client.get("/admin/grants/auditevent/").content.decode()
+        assert secret not in listed
+        assert "board/merger-memo" not in listed
+        assert "topics/pricing/plans.md" in listed  # one they can read is named
+        assert "(not shown: you cannot read it)" in listed
+        for term in (secret, "board/no-such-page.md"):
+            found = self.client.get("/admin/grants/auditevent/", {"q": term}).content.decode()
+            assert "0 audit events" in found or "0 results" in found, term
+        event = AuditEvent.objects.filter(target=secret).first()
+        assert event is not None
+        detail = self.client.get(f"/admin/grants/auditevent/{event.pk}/change/").content.decode()
+        assert secret not in detail
+
 
 class MemberAddTests(BrainTestCase):
     """Adding a member in the admin: every submit answers a page, never a server error."""
