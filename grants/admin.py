@@ -670,6 +670,17 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
         event = super().get_object(request, object_id, from_field)
         if event is not None and not getattr(event, "target_readable", True):
             event.target, event.metadata = HIDDEN_TARGET, {}
+        elif event is not None and event.target_type == "build" and isinstance(event.metadata, dict):
+            # A build's events name the pages it wrote, deleted or moved (``path``, ``new_path``);
+            # other events' paths (a grant's scope) are the administrator's own business.
+            named = {
+                key: value for key, value in event.metadata.items() if key.endswith("path") and isinstance(value, str)
+            }
+            readable = _readable_page_paths(admin_actor(request), set(named.values()))
+            event.metadata = {
+                key: (HIDDEN_TARGET if key in named and value not in readable else value)
+                for key, value in event.metadata.items()
+            }
         return event
 
     @admin.display(description="target")
@@ -691,6 +702,17 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
 
 
 HIDDEN_TARGET = "(not shown: you cannot read it)"
+
+
+def _readable_page_paths(viewer: Principal, paths: set[str]) -> set[str]:
+    """Of ``paths``, those of pages ``viewer`` may read (one query; none asked: none run)."""
+    pages = visible_ids_sql(viewer, "read", table="corpus_page")
+    if not paths or pages is None:
+        return paths
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"SELECT path FROM corpus_page WHERE path = ANY(%s) AND id IN ({pages[0]})",  # noqa: S608
+                       [sorted(paths), *pages[1]])  # fmt: skip
+        return {str(row[0]) for row in cursor.fetchall()}
 
 
 def _target_readable(viewer: Principal) -> Any:

@@ -93,6 +93,20 @@ class AdminTests(BrainTestCase):
         assert event is not None
         detail = self.client.get(f"/admin/grants/auditevent/{event.pk}/change/").content.decode()
         assert secret not in detail
+        # A build's events name the pages it drafted in their metadata.
+        from builds.services import build_open, build_write_page
+        from tests.base import page_markdown
+
+        dora = member_create(actor=SYSTEM, username="dora")
+        grant_issue(actor=SYSTEM, member=dora, path="board/", permission="suggest")
+        build = build_open(actor=dora, title="Board papers")
+        build_write_page(build=build, path="board/agenda.md", markdown=page_markdown(owner="dora", title="Agenda"))
+        drafted = AuditEvent.objects.get(action="build.write_page")
+        shown = self.client.get(f"/admin/grants/auditevent/{drafted.pk}/change/").content.decode()
+        assert "board/agenda.md" not in shown
+        issued = AuditEvent.objects.filter(action="grant.issue", metadata__subject="member:dora").first()
+        assert issued is not None  # a grant's scope is the administrator's own business
+        assert "board/" in self.client.get(f"/admin/grants/auditevent/{issued.pk}/change/").content.decode()
 
 
 class MemberAddTests(BrainTestCase):
