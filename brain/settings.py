@@ -545,7 +545,7 @@ BRAIN_MCP_RATE_LIMITS: dict[str, int] = {
     "ask": env_int("BRAIN_MCP_RATE_ASK", 10, minimum=1),
     # OAuth client registrations per client address (RFC 7591 is open to MCP clients).
     "register": env_int("BRAIN_OAUTH_REGISTER_RATE", 20, minimum=1),
-    # Token requests per client address: checking a confidential client's secret is a
+    # Token and revocation requests per client address: checking a confidential client's secret is a
     # deliberately slow password hash (~0.4 s of CPU here), which anyone may ask for.
     "token": env_int("BRAIN_OAUTH_TOKEN_RATE", 60, minimum=1),
     # Sign-in attempts (web and admin) per client address, whatever the username: each one

@@ -30,7 +30,7 @@ urlpatterns = [
     ),
     path("oauth/authorize/", views.ConsentView.as_view(), name="authorize"),
     path("oauth/token/", views.BrainTokenView.as_view(), name="token"),
-    path("oauth/revoke/", dot.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/revoke/", views.BrainRevokeView.as_view(), name="revoke-token"),
     path("oauth/register/", views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",

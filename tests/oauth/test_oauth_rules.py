@@ -322,6 +322,21 @@ class OAuthRuleTests(TestCase):
             assert answers[2]["Cache-Control"] == "no-store"
             elsewhere = self.client.post("/oauth/token/", data=wrong, REMOTE_ADDR=second)
             assert elsewhere.status_code == 401
+            # Revocation checks the same secret the same way: the same window.
+            revoke = {"token": "x", "client_id": client.client_id, "client_secret": "a-wrong-secret"}
+            assert self.client.post("/oauth/revoke/", data=revoke, REMOTE_ADDR=first).status_code == 429
+
+    def test_a_query_string_oauthlib_cannot_decode_is_invalid_request_not_a_server_error(self) -> None:
+        """oauthlib re-reads the query itself and raised ValueError on "%zz": an anonymous 500
+        on the token and revocation endpoints (the consent page refused it already)."""
+        client_id = self.register()["client_id"]
+        for path, body in (
+            ("/oauth/token/?x=%zz", {"grant_type": "authorization_code", "code": "abc", "client_id": client_id}),
+            ("/oauth/revoke/?x=%zz", {"token": "abc", "client_id": client_id}),
+        ):
+            answer = self.client.post(path, data=body)
+            assert answer.status_code == 400, (path, answer.content[:200])
+            assert answer.json()["error"] == "invalid_request"
 
     # ----------------------------------------------------------------- PKCE
 
