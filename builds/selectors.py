@@ -134,6 +134,11 @@ def build_promotion_blockers(*, build: Build, approver: Principal, once_submitte
     blockers: list[str] = []
     if build.status != Build.Status.AWAITING_REVIEW and not once_submitted:
         blockers.append(f"the build is not awaiting review (it is {build.get_status_display()})")
+        if build.is_terminal:
+            # Decided (promoted, rejected, withdrawn, failed): nothing else applies. Judged on,
+            # a promoted build's drafts read as "the live page changed after this draft was
+            # written; draft it again" — the change being its own promotion (a double submit).
+            return blockers
     if not isinstance(approver, SystemPrincipal) and not (
         isinstance(approver, Member) and approver.is_active and approver.user.is_active
     ):

@@ -93,6 +93,13 @@ class ReviewUiTests(BrainTestCase):
         assert promotion.note == "ship it"
         approved_page = self.client.get(f"/builds/{build.public_id}/").content.decode()
         assert "Approved and promoted by <strong>victor</strong>" in approved_page
+        # A second submit (a double click, a stale tab) said to draft the pages again: their
+        # "change since the draft" was this promotion. It says what became of the build.
+        again = self.client.post(f"/builds/{build.public_id}/approve", {"note": "ship it"}, follow=True)
+        said = again.content.decode()
+        assert "Not promoted: the build is not awaiting review (it is Promoted)." in said
+        assert "draft it again" not in said
+        assert Promotion.objects.filter(build=build).count() == 1
 
         # The page changes again later: the promoted build still shows the diff that was approved.
         publish("topics/pricing/price-list.md", title="Price list", body="# Price list\n\nEverything changed.\n")
@@ -159,6 +166,28 @@ class ReviewUiTests(BrainTestCase):
         assert response.status_code == 400
         assert "topics/pricing/Bad.md" in response.content.decode()
         assert not Build.objects.exists()
+
+    def test_a_zip_made_by_macos_finder_imports_its_pages(self) -> None:
+        """Finder adds __MACOSX/…/._name.md, a binary resource fork, for every file: the whole
+        archive was refused as "not UTF-8 text", over a file its maker cannot see."""
+        self.client.force_login(self.alice.user)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(
+                "topics/pricing/renewals.md", page_markdown(title="Renewals", body="# Renewals\n\nYearly.\n")
+            )
+            archive.writestr("__MACOSX/topics/pricing/._renewals.md", b"\x00\x05\x16\x07\x00\x02Mac OS X \xff\xfe")
+        buffer.seek(0)
+        buffer.name = "pages.zip"
+        with self.captureOnCommitCallbacks(execute=True):
+            response = self.client.post("/builds/import", {"title": "From a Mac", "archive": buffer})
+        assert response.status_code == 302, response.content[:300]
+        build = Build.objects.get(title="From a Mac")
+        job = BuildJob.objects.get(build=build)
+        assert job.items.count() == 1  # the page, not Finder's copy
+        while job_step(job.pk) == "progress":  # the worker's steps, run in-process
+            pass
+        assert list(build.changes.values_list("path", flat=True)) == ["topics/pricing/renewals.md"]
 
     def test_non_participant_response_is_byte_identical_to_a_missing_build(self) -> None:
         build = self.open_import()
