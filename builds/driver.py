@@ -131,7 +131,12 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
     with archive:
         if any("\x00" in info.orig_filename for info in archive.infolist()):
             raise ArchiveRefused("a member name contains a NUL character (member names are page paths)")
-        entries = [info for info in archive.infolist() if not info.is_dir() and info.filename.endswith(".md")]
+        # macOS Finder's "Compress" adds an __MACOSX/ copy of every file's resource fork (binary,
+        # "._name.md"): not a page (no page path starts so), and refusing it refused the archive.
+        entries = [
+            info for info in archive.infolist()
+            if not info.is_dir() and info.filename.endswith(".md") and not info.filename.startswith("__MACOSX/")
+        ]  # fmt: skip
         if len(entries) > limits["MAX_FILES"]:
             # Every page is validated while the upload waits: 18,000 tiny pages (a 4 MB zip) ran
             # past the web worker's timeout and imported nothing.
