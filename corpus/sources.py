@@ -133,6 +133,12 @@ def source_create(
     )
     scope_path = f"captures/{key}"
     if not _holds(actor, Permission.SUGGEST, path=scope_path, category=category, sensitivity=tier):
+        if tier > Sensitivity.ORDINARY and _holds(
+            actor, Permission.SUGGEST, path=scope_path, category=category, sensitivity=int(Sensitivity.ORDINARY)
+        ):
+            # Their grant is there, for ordinary material: "no suggest permission" was untrue.
+            label = Sensitivity(tier).label
+            raise PermissionDenied(f"your grants on {scope_path} do not reach {label} captures (only ordinary ones)")
         raise PermissionDenied(f"you hold no suggest permission on {scope_path}")
     with transaction.atomic():
         if Source.objects.filter(key=key).exists():

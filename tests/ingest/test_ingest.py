@@ -516,6 +516,12 @@ class IngestWebTests(TestCase):
         partial = self.client.get(location, HTTP_HX_REQUEST="true").content.decode()
         assert partial.startswith('<div id="extraction"')
         assert "hx-trigger" not in partial  # done: polling stops
+        # Alice may add ordinary captures only: "you hold no suggest permission" was untrue.
+        higher = self.client.post(
+            "/sources/upload", {"file": SimpleUploadedFile("r.txt", b"restricted"), "sensitivity": "restricted"}
+        )
+        assert higher.status_code == 400
+        assert "do not reach restricted captures (only ordinary ones)" in higher.content.decode()
         self.client.force_login(self.bob.user)
         assert self.client.get(location).status_code == 404
         refused = self.client.post("/sources/upload", {"file": SimpleUploadedFile("x.txt", b"bob's")})
