@@ -70,8 +70,23 @@ def echo_id(message: Any) -> Any:
     return message_id if _valid_id(message_id) else None
 
 
+def is_response(message: Any) -> bool:
+    """Whether ``message`` is a JSON-RPC response (a ``result`` or an ``error`` for an id)."""
+    return (
+        isinstance(message, dict) and message.get("jsonrpc") == "2.0" and "method" not in message
+        and "id" in message and ("result" in message) != ("error" in message)
+    )  # fmt: skip
+
+
 def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | None:
-    """Answer one JSON-RPC message for ``caller``; None for a notification."""
+    """Answer one JSON-RPC message for ``caller``; None for a notification or a response.
+
+    A response a client posts is accepted and ignored (MCP 2025-06-18, Streamable HTTP,
+    "Sending Messages to the Server": 202, no body): this server sends no requests, so it
+    answers none. It was answered as an invalid request carrying its id — an answer the
+    client had no request pending for."""
+    if is_response(message):
+        return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
         return error(echo_id(message), INVALID_REQUEST, "Invalid JSON-RPC 2.0 request")
     method: str = message["method"]

@@ -192,6 +192,10 @@ def _endpoint(
             return accepted
         if isinstance(message, dict) and message.get("method") == "initialize" and "result" in answer:
             version = answer["result"]["protocolVersion"]  # the version now in use, as the body says
+        if isinstance(message, dict) and "id" not in message and "error" in answer:
+            # A notification that cannot be accepted: an HTTP error, its body an error with no
+            # id (MCP 2025-06-18, Streamable HTTP) — a 200 reads as the answer to a request.
+            return _json(answer, 400, version)
         return _json(answer, 200, version)
 
     return view

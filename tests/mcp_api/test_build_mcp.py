@@ -145,6 +145,17 @@ class TransportTests(LiveServerTestCase):
         assert foreign.status_code == 403
         notification = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert notification.status_code == 202
+        # A response the client posts (answering a request this server never sends) is accepted
+        # with no body; a notification that cannot be read is an HTTP error whose body has no
+        # id (MCP 2025-06-18, Streamable HTTP). Both were 200 answers no request was pending for.
+        for answer in ({"jsonrpc": "2.0", "id": 1, "result": {}}, {"jsonrpc": "2.0", "id": "a", "error": {"code": 1}}):
+            accepted = self.post(answer)
+            assert (accepted.status_code, accepted.text) == (202, ""), answer
+        broken = self.post({"jsonrpc": "2.0", "method": 5})
+        assert broken.status_code == 400
+        assert broken.json()["id"] is None
+        batch = self.post([{"jsonrpc": "2.0", "id": 3, "result": {}}, ping], **{"MCP-Protocol-Version": "2025-03-26"})
+        assert [item["id"] for item in batch.json()] == [7]  # the response element is not answered
         bad = self.post(ping, Authorization="Bearer bld_wrong")
         assert bad.status_code == 401
         assert "invalid_token" in bad.headers["WWW-Authenticate"]
