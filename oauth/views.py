@@ -74,6 +74,14 @@ def _unreadable_query(request: HttpRequest) -> JsonResponse | None:
     return None
 
 
+def _token_request_refused(request: HttpRequest) -> JsonResponse | None:
+    """What the token and revocation endpoints refuse before the toolkit sees a request: over
+    the address's ``token`` window (each may check a client secret with the slow hash), or a
+    query string oauthlib cannot decode."""
+    refused = _over_address_limit(request, "token", "Too many token requests; try again shortly.")
+    return refused if refused is not None else _unreadable_query(request)
+
+
 class BrainTokenView(TokenView):
     """The token endpoint, for the grants this server offers and nothing else, rate limited
     per client address (class ``token``).
@@ -90,9 +98,7 @@ class BrainTokenView(TokenView):
     """
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        refused = _over_address_limit(request, "token", "Too many token requests; try again shortly.")
-        if refused is None:
-            refused = _unreadable_query(request)
+        refused = _token_request_refused(request)
         if refused is not None:
             return refused
         grants = request.POST.getlist("grant_type")
@@ -112,9 +118,7 @@ class BrainRevokeView(RevokeTokenView):
     client's secret is checked with the same slow hash) and refusing an unreadable query."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        refused = _over_address_limit(request, "token", "Too many token requests; try again shortly.")
-        if refused is None:
-            refused = _unreadable_query(request)
+        refused = _token_request_refused(request)
         if refused is not None:
             return refused
         response: HttpResponseBase = super().post(request, *args, **kwargs)
