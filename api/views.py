@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from django.db import transaction
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -333,8 +334,10 @@ class Builds(PlainView):
             return invalid_arguments(invalid)
         caller = request.auth
         assert isinstance(caller, Caller)
-        build = build_open(actor=caller.principal, title=arguments.title, purpose=arguments.purpose)
-        credential, raw = build_credential_issue(actor=caller.principal, build=build)
+        # One transaction: a credential refused or lost left an open build nobody could write to.
+        with transaction.atomic():
+            build = build_open(actor=caller.principal, title=arguments.title, purpose=arguments.purpose)
+            credential, raw = build_credential_issue(actor=caller.principal, build=build)
         opened = OpenedBuild(
             id=str(build.public_id), title=build.title, status=build.status, credential=raw,
             credential_expires_at=credential.expires_at.isoformat(), mcp_url=settings.BRAIN_BASE_URL + "/api/build/mcp",

@@ -227,6 +227,19 @@ class RestTests(RestCase):
             assert refused.status_code == 403, path
             assert "corpus:read" in refused.json()["error"]["message"]
 
+    def test_a_refused_credential_leaves_no_open_build_behind(self) -> None:
+        """The build and its credential were two transactions: a refusal in the second left an
+        open build no agent could write to, listed among the member's builds."""
+        from unittest import mock
+
+        from builds.models import Build
+
+        before = Build.objects.count()
+        with mock.patch("api.views.build_credential_issue", side_effect=PermissionError("no credentials today")):
+            refused = self.post("/api/v1/builds", {"title": "Half made"})
+        assert refused.status_code == 403, refused.content
+        assert Build.objects.count() == before
+
     def test_import_a_zip_as_a_build_for_review(self) -> None:
         import io
         import zipfile
