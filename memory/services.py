@@ -729,8 +729,14 @@ def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memo
     if target is None:
         raise MemoryInvalid('workspace must be "personal" or "company"')
     with transaction.atomic():
+        current = Memory.objects.visible_to(actor).get_by_id(memory_id)
+        if current.workspace == target:
+            # Nothing to move: no lock, and no ``memory.admin_share`` audit of a change not made.
+            if not may_change(actor, current):
+                raise PermissionDenied("only the author or an admin may change a shared memory")
+            return current, 0
         memory = editable(actor, memory_id, change="share")
-        if memory.workspace == target:
+        if memory.workspace == target:  # moved there meanwhile
             return memory, 0
         if target == Workspace.COMPANY and memory.author_id != actor.pk:
             raise PermissionDenied("only the author may share a memory")

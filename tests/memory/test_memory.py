@@ -343,7 +343,15 @@ class ShareAndLinkTests(MemoryTestCase):
         # Un-sharing: the author or an admin only; the links to shared memories stay behind.
         with pytest.raises(PermissionDenied):
             memory_share(actor=self.bob, memory_id=b.pk, workspace="personal")
+        # Asked to share what is shared already: nothing moves, nothing is audited as changed.
+        from grants.models import AuditEvent
+
+        assert memory_share(actor=self.charlie, memory_id=b.pk, workspace="company") == (b, 0)
+        assert not AuditEvent.objects.filter(action="memory.admin_share").exists()
+        with pytest.raises(PermissionDenied):
+            memory_share(actor=self.bob, memory_id=b.pk, workspace="company")
         memory_share(actor=self.charlie, memory_id=b.pk, workspace="personal")
+        assert AuditEvent.objects.filter(action="memory.admin_share").count() == 1
         with pytest.raises(Memory.DoesNotExist):
             memory_get(actor=self.bob, memory_id=b.pk)
         assert memory_connections(actor=self.alice, memory_id=b.pk) == []
