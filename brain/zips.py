@@ -15,6 +15,15 @@ import io
 import struct
 from typing import IO
 
+FINDER_FOLDER = "__MACOSX/"
+
+
+def finder_metadata(name: str) -> bool:
+    """Whether a zip entry is macOS Finder's: "Compress" adds ``__MACOSX/…/._name``, a binary
+    resource fork, beside every file it zips — never a page or a note."""
+    return name.startswith(FINDER_FOLDER)
+
+
 _END = b"PK\x05\x06"
 _END_SIZE = 22
 _END_FORMAT = "<4s4H2LH"  # signature, disk, directory disk, entries here, entries, size, offset, comment length

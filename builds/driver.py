@@ -36,7 +36,7 @@ from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_finish
 from brain.text.secrets import NulRefused, SecretRefused, mask
-from brain.zips import directory_problem
+from brain.zips import directory_problem, finder_metadata
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -135,7 +135,7 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
         # "._name.md"): not a page (no page path starts so), and refusing it refused the archive.
         entries = [
             info for info in archive.infolist()
-            if not info.is_dir() and info.filename.endswith(".md") and not info.filename.startswith("__MACOSX/")
+            if not info.is_dir() and info.filename.endswith(".md") and not finder_metadata(info.filename)
         ]  # fmt: skip
         if len(entries) > limits["MAX_FILES"]:
             # Every page is validated while the upload waits: 18,000 tiny pages (a 4 MB zip) ran

@@ -36,6 +36,7 @@ from urllib.parse import unquote
 
 from django.core.exceptions import PermissionDenied
 
+from brain.zips import finder_metadata
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import LinkType
@@ -74,7 +75,7 @@ _WORDS = re.compile(r"[^\w]+")
 
 
 def _wanted(name: str) -> bool:
-    return name.lower().endswith((".md", ".csv")) and not name.startswith("__MACOSX/")
+    return name.lower().endswith((".md", ".csv")) and not finder_metadata(name)
 
 
 # --------------------------------------------------------------------------- reading the zip
@@ -88,7 +89,7 @@ def notion_files(zip_bytes: bytes | IO[bytes]) -> tuple[dict[str, bytes], int]:
     share one 100 MB budget.
     """
     with open_zip(zip_bytes, what="the Notion zip") as outer:
-        entries = [i for i in outer.infolist() if not i.is_dir() and not i.orig_filename.startswith("__MACOSX/")]
+        entries = [i for i in outer.infolist() if not i.is_dir() and not finder_metadata(i.orig_filename)]
         if not entries or not all(info.orig_filename.lower().endswith(".zip") for info in entries):
             contents = read_zip(zip_bytes, wanted=_wanted, limits=NOTION_ZIP, what="the Notion zip")
             return contents.files, len(contents.others)

@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from django.core.exceptions import PermissionDenied
 
+from brain.zips import finder_metadata
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import Kind, LinkType, Memory, Status, Workspace
@@ -111,7 +112,7 @@ def vault_files_from_zip(data: bytes | IO[bytes]) -> tuple[dict[str, bytes], str
     """
     contents = read_zip(data, wanted=is_note, limits=VAULT_ZIP, what="the vault zip")
     files = {**{name: b"" for name in contents.others}, **contents.files}
-    visible = [name for name in files if not name.startswith("__MACOSX/")]
+    visible = [name for name in files if not finder_metadata(name)]
     tops = {name.split("/", 1)[0] for name in visible}
     if len(tops) == 1 and all("/" in name for name in visible):
         (top,) = tops
