@@ -63,15 +63,22 @@ def _over_address_limit(request: HttpRequest, rate_class: str, description: str)
     return None
 
 
-def _unreadable_query(request: HttpRequest) -> JsonResponse | None:
-    """RFC 6749 §5.2's ``invalid_request`` for a query string oauthlib cannot decode ("%zz"):
-    it re-reads the query itself and raises, which was a server error for anyone."""
+def _query_decodes(request: HttpRequest) -> bool:
+    """Whether oauthlib can decode the request's query string: it re-reads the query itself and
+    raises on what Django tolerates ("%zz"), which was a server error for anyone."""
     try:
         urldecode(urlsplit(request.get_full_path()).query)
     except ValueError:
-        body = {"error": "invalid_request", "error_description": "The query string is not valid URL encoding."}
-        return JsonResponse(body, status=400, headers={"Cache-Control": "no-store"})
-    return None
+        return False
+    return True
+
+
+def _unreadable_query(request: HttpRequest) -> JsonResponse | None:
+    """RFC 6749 §5.2's ``invalid_request`` for a query string oauthlib cannot decode."""
+    if _query_decodes(request):
+        return None
+    body = {"error": "invalid_request", "error_description": "The query string is not valid URL encoding."}
+    return JsonResponse(body, status=400, headers={"Cache-Control": "no-store"})
 
 
 def _token_request_refused(request: HttpRequest) -> JsonResponse | None:
@@ -143,11 +150,7 @@ class ConsentView(AuthorizationView):
         # refuse before any code can be minted, on GET and on POST alike.
         if request.user.is_authenticated and principal_for_user(request.user) is None:
             return render(request, "oauth/refused.html", status=403)
-        try:
-            # oauthlib re-reads the query string itself and raises on what Django tolerates
-            # ("%zz"): refuse it here, as a bad request, before it becomes a server error.
-            urldecode(urlsplit(request.get_full_path()).query)
-        except ValueError:
+        if not _query_decodes(request):
             reason = "the address's query string is not valid URL encoding"
             return render(request, "oauth/refused.html", {"reason": reason}, status=400)
         client_ids = [*request.GET.getlist("client_id"), *request.POST.getlist("client_id")]
