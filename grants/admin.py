@@ -813,6 +813,19 @@ class UserAdmin(OfferedToAdministrators, AuditedDeletes, DjangoUserAdmin):
             fieldsets.insert(1, ("Brain", {"fields": ["member_row"]}))
         return fieldsets
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """A member's login is never deleted here (the member admin grants no delete, so Django
+        refused with "no permission to delete member"); the page now says what to do instead."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        members = Member.objects.filter(user__in=list(objs)).select_related("user").order_by("user__username")
+        kept = [f"{member.username}: a member's login is not deleted; offboard them from their member page "
+                "(their personal memories are exported and deleted, what they shared and the audit trail stay)"
+                for member in members]  # fmt: skip
+        if kept:
+            perms_needed = {name for name in perms_needed if name != Member._meta.verbose_name}
+            protected = [*protected, *kept]
+        return deleted, counts, perms_needed, protected
+
     def save_model(self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool) -> None:
         with transaction.atomic():
             super().save_model(request, obj, form, change)

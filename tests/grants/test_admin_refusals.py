@@ -135,3 +135,34 @@ class MirrorFormTests(BrainTestCase):
         page = answer.content.decode()
         assert "mirror_name_form" not in page
         assert "lower-case letters, digits" in page
+
+
+class MemberLoginDeletionTests(BrainTestCase):
+    """A member leaves by offboarding (export, audit, shared memories kept), never by deleting
+    their login, which would take the member row with it: the user admin refused that only as
+    "no permission to delete member"; it now says what to do instead."""
+
+    def setUp(self) -> None:
+        self.root = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root-123456")
+        self.client.force_login(self.root)
+
+    def test_a_members_login_cannot_be_deleted_and_the_page_says_offboard(self) -> None:
+        page = self.client.get(f"/admin/auth/user/{self.alice.user.pk}/delete/").content.decode()
+        assert "offboard" in page.lower()
+        self.client.post(f"/admin/auth/user/{self.alice.user.pk}/delete/", {"post": "yes"})
+        assert Member.objects.filter(pk=self.alice.pk).exists()
+        assert get_user_model().objects.filter(pk=self.alice.user.pk).exists()
+
+    def test_a_bulk_delete_including_a_member_deletes_nobody(self) -> None:
+        loose = get_user_model().objects.create_user("loose", "loose@example.com", "a long passphrase 42")
+        self.client.post("/admin/auth/user/", {"action": "delete_selected", "post": "yes",
+                                               "_selected_action": [loose.pk, self.alice.user.pk]})  # fmt: skip
+        assert Member.objects.filter(pk=self.alice.pk).exists()
+        assert get_user_model().objects.filter(pk=loose.pk).exists()
+
+    def test_a_login_without_a_member_row_can_still_be_deleted(self) -> None:
+        loose = get_user_model().objects.create_user("loose", "loose@example.com", "a long passphrase 42")
+        answer = self.client.post(f"/admin/auth/user/{loose.pk}/delete/", {"post": "yes"})
+        assert answer.status_code == 302
+        assert not get_user_model().objects.filter(pk=loose.pk).exists()
+        assert AuditEvent.objects.filter(target__contains="loose").exists()
