@@ -94,7 +94,8 @@ class PlannedNote:
 
     ``key`` is how links name the note (a vault path, a Notion page id); ``label`` is what a
     report or a refusal shows; ``links`` are (target key, link type) pairs, resolved against
-    the other notes of the same import; ``brain_id`` is the memory an exported note came from.
+    the other notes of the same import; ``brain_id`` is the memory an exported note came from;
+    ``workspace`` is the layer an exported note was in (a memory updated in place keeps its own).
     """
 
     key: str
@@ -107,6 +108,7 @@ class PlannedNote:
     occurred_at: dt.datetime | None = None
     brain_id: uuid.UUID | None = None
     links: list[tuple[str, str]] = field(default_factory=list)
+    workspace: str | None = None  # its own layer, used when the import names none
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,7 @@ def store_plan(
             progress(0, len(notes))
         for done, note in enumerate(notes, start=1):
             try:
-                outcome, memory = _store_one(actor, note, source, layer)
+                outcome, memory = _store_one(actor, note, source, layer or note.workspace)
             except (DomainError, PermissionDenied, Memory.DoesNotExist) as failed:
                 if not member_still_here(actor):
                     raise ImportRefused([GONE]) from None  # said once, not as this note's fault

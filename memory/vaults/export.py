@@ -9,7 +9,9 @@ a ``## Links`` block of ``- <type> [[<layer>/<note>]]`` lines under a marker.
 Importing the vault back into the same account changes nothing: ``brain_id`` names the
 memory each note came from, so the import compares with that memory instead of capturing a
 copy (which the duplicate check would only have reported as a duplicate), and the links
-block is read back as typed links and left out of the content. Notes are written in a fixed
+block is read back as typed links and left out of the content. Imported into another account
+(a member back after leaving, another brain), each note is its memory's text as it was, in its
+``layer`` unless the import names one. Notes are written in a fixed
 order with fixed zip timestamps, so the same memories give the same bytes.
 """
 
@@ -86,9 +88,12 @@ def note_text(memory: Memory, links: list[tuple[str, str]]) -> str:
         meta["origin"] = memory.origin
     header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False)
     text = f"---\n{header}---\n{memory.content}\n"
-    if links:
-        lines = "\n".join(f"- {kind} [[{target}]]" for kind, target in links)
-        text += f"\n{LINKS_HEADING}\n{LINKS_MARKER}\n{lines}\n"
+    # The import reads the last links block as links and leaves it out of the content. A
+    # memory whose own text holds the marker gets a block after it (empty when it links to
+    # nothing), so its text is never taken for the block.
+    if links or LINKS_MARKER in memory.content:
+        lines = "".join(f"- {kind} [[{target}]]\n" for kind, target in links)
+        text += f"\n{LINKS_HEADING}\n{LINKS_MARKER}\n{lines}"
     return text
 
 

@@ -12,7 +12,9 @@ the body already opens with a ``# `` heading) and the body. Front matter (YAML) 
 - ``occurred`` (else ``date``) → when the memory happened;
 - ``title`` → the title line; ``aliases`` → extra names ``[[links]]`` resolve by;
 - ``brain_id`` → the memory an exported note came from (``memory.vaults.export``): when it is
-  one the importer wrote, that memory is updated in place instead of a new one captured.
+  one the importer wrote, that memory is updated in place instead of a new one captured; any
+  note carrying one is taken as Brain's export — its text gets no title line, and its
+  ``layer`` (``personal | company``) is where it lands unless the import names a layer.
 
 Other keys (``importance`` included: no service sets it from outside) are ignored and counted
 in the report. Links resolve as Obsidian resolves them: a path, else the file name without
@@ -38,7 +40,7 @@ from django.core.exceptions import PermissionDenied
 from brain.zips import finder_metadata
 from grants.models import Member
 from memory.classify import MemoryInvalid
-from memory.models import Kind, LinkType, Memory, Status, Workspace
+from memory.models import Kind, LinkType, Status, Workspace
 from memory.occurred import occurred_or_none
 from memory.services import workspace_value
 from memory.vaults import frontmatter
@@ -66,7 +68,8 @@ VAULT_ZIP = ZipLimits(max_entries=50_000, max_bytes=MAX_VAULT_BYTES, max_entry_b
 # and leaves the block out of the content, so an exported vault re-imports unchanged.
 LINKS_HEADING = "## Links"
 LINKS_MARKER = "<!-- brain:links -->"
-# Keys the export writes for people to read; the import neither maps nor reports them.
+# Keys the export writes for people to read; the import neither maps nor reports them
+# (``layer`` is read from a note carrying a ``brain_id``).
 EXPORT_ONLY_KEYS = frozenset({"layer", "created", "source", "origin"})
 MAPPED_KEYS = frozenset({"tags", "tag", "status", "kind", "occurred", "date", "title", "aliases", "alias", "brain_id"})
 
@@ -164,6 +167,7 @@ class Note:
     kind: str | None = None
     occurred_at: dt.datetime | None = None
     brain_id: uuid.UUID | None = None
+    layer: str | None = None  # the export's ``layer``
     wiki_targets: list[str] = field(default_factory=list)
     typed_targets: list[tuple[str, str]] = field(default_factory=list)  # from an export's links block
     ignored: list[str] = field(default_factory=list)
@@ -196,16 +200,24 @@ def read_note(path: str, raw: bytes) -> Note:
 
 
 def _split_export_links(body: str) -> tuple[str, list[tuple[str, str]]]:
-    """The body without the export's links block, and that block's (target, type) pairs."""
+    """The body without the export's links block, and that block's (target, type) pairs.
+
+    The block is the last ``## Links`` heading under the marker, at the start of a line, with
+    nothing after it but link lines: a memory's own text that merely holds the marker (with
+    more text after it) stays text, and the export writes its block after such a text.
+    """
     at = body.rfind(f"{LINKS_HEADING}\n{LINKS_MARKER}")
     if at < 0 or (at > 0 and body[at - 1] != "\n"):
         return body, []
     typed: list[tuple[str, str]] = []
     for line in body[at:].split("\n")[2:]:
+        if not line.strip():
+            continue
         match = _EXPORT_LINK.match(line.strip())
-        if match:
-            kind = match.group(1) if match.group(1) in LinkType.values else LinkType.RELATES_TO
-            typed.append((_link_name(match.group(2)), kind))
+        if match is None:
+            return body, []
+        kind = match.group(1) if match.group(1) in LinkType.values else LinkType.RELATES_TO
+        typed.append((_link_name(match.group(2)), kind))
     return body[:at], typed
 
 
@@ -227,6 +239,8 @@ def _apply_front_matter(note: Note, meta: dict[str, Any]) -> None:
             note.aliases.extend(str(item).strip() for item in (value if isinstance(value, list) else [value]))
         elif key == "brain_id" and _uuid(value) is not None:
             note.brain_id = _uuid(value)
+        elif key == "layer" and value in Workspace.values:
+            note.layer = str(value)
         elif key not in EXPORT_ONLY_KEYS:
             note.ignored.append(key)
 
@@ -396,22 +410,23 @@ def obsidian_import(
             notes.append(read_note(path, files[path]))
         except MemoryInvalid as invalid:
             problems.append(f"{path}: {invalid}")
-    planned = _plan(actor, vault, notes, report)
+    planned = _plan(vault, notes, report)
     check_plan(planned, problems)
     return store_plan(
         actor=actor, notes=planned, source=SOURCE, workspace=workspace, report=report, charge=charge, progress=progress
     )
 
 
-def _plan(actor: Member, vault: str, notes: list[Note], report: ImportReport) -> list[PlannedNote]:
+def _plan(vault: str, notes: list[Note], report: ImportReport) -> list[PlannedNote]:
     """Each note as the capture it will be, links resolved; too-long notes skipped."""
-    claimed = {note.brain_id for note in notes if note.brain_id is not None}
-    own = set(Memory.objects.filter(author=actor, pk__in=claimed).values_list("pk", flat=True)) if claimed else set()
     resolver = Resolver(notes)
     planned: list[PlannedNote] = []
     for note in notes:
         report.ignored_fields.update(note.ignored)
-        content = note.content(exported=note.brain_id in own)
+        # A note carrying a brain_id is Brain's export: its text is the memory's as it was
+        # (no title line added) and its layer is kept, whoever imports it.
+        exported = note.brain_id is not None
+        content = note.content(exported=exported)
         reason = too_long(content)
         if reason is not None:
             report.skipped.append(Skipped(note.path, reason))
@@ -427,7 +442,7 @@ def _plan(actor: Member, vault: str, notes: list[Note], report: ImportReport) ->
             PlannedNote(
                 key=note.path, label=note.path, origin=f"obsidian:{vault}/{note.path}", content=content,
                 tags=note.tags, status=note.status, kind=note.kind, occurred_at=note.occurred_at,
-                brain_id=note.brain_id, links=links,
+                brain_id=note.brain_id, links=links, workspace=note.layer if exported else None,
             )
         )  # fmt: skip
     return planned

@@ -466,6 +466,45 @@ def test_an_export_of_one_layer_keeps_its_links_when_imported_as_a_zip(alice: Me
     assert elsewhere["links"]["created"] >= 1
 
 
+def test_a_memory_holding_the_links_marker_reimports_with_its_whole_text(alice: Member) -> None:
+    """The import read the first export marker it met as the links block and cut the text
+    there: a memory quoting the block ("… More text after it.") lost its end, reported
+    "updated". Only a last block of nothing but link lines is links."""
+    texts = [
+        "Ops checklist.\n\n## Links\n<!-- brain:links -->\n- supersedes [[old]]\nMore text after it.",
+        "How our export looks, at the end:\n\n## Links\n<!-- brain:links -->\n- relates_to [[other]]",
+    ]
+    for text in texts:
+        memory_remember(actor=alice, content=text)
+    data = b"".join(api(alice, "get", "export/obsidian").streaming_content)
+    again = api(alice, "post", "import/obsidian?vault=Export", data).json()
+    assert again["outcomes"] == {"unchanged": 2}
+    assert sorted(Memory.objects.filter(author=alice).values_list("content", flat=True)) == sorted(texts)
+    assert link_count(alice) == 0
+
+
+def test_an_export_imported_into_another_account_keeps_each_text_and_layer(alice: Member, bob: Member) -> None:
+    """A member back after leaving (or in another brain) imports their export: each memory
+    came back behind a "# <file name>" line, and every shared one in the personal layer."""
+    memory_remember(actor=alice, content="We deploy from the release branch only.", workspace="company")
+    memory_remember(actor=alice, content="My standup notes live in the blue notebook.")
+    before = sorted(Memory.objects.filter(author=alice).values_list("content", "workspace"))
+    data = b"".join(api(alice, "get", "export/obsidian").streaming_content)
+    Memory.objects.filter(author=alice).delete()
+    assert api(bob, "post", "import/obsidian?vault=Export", data).status_code == 200
+    assert sorted(Memory.objects.filter(author=bob).values_list("content", "workspace")) == before
+    # A layer the import names wins over the notes' own.
+    carol = member_create(actor=SYSTEM, username="carol")
+    assert api(carol, "post", "import/obsidian?vault=Export&workspace=personal", data).status_code == 200
+    assert set(Memory.objects.filter(author=carol).values_list("workspace", flat=True)) == {"personal"}
+
+
+def test_a_layer_in_an_ordinary_notes_front_matter_is_not_read(alice: Member) -> None:
+    """Only Brain's own export (a note with a brain_id) says where a note lands."""
+    obsidian_import(actor=alice, files={"a.md": b"---\nlayer: company\n---\nThe fern wants water."}, vault="V")
+    assert Memory.objects.get(author=alice).workspace == "personal"
+
+
 def test_a_vaults_notes_count_in_the_import_window_on_the_api_and_the_page(
     tmp_path: Path, alice: Member, bob: Member
 ) -> None:
