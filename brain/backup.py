@@ -27,8 +27,8 @@ Restore (``python -m brain.backup restore [--file PATH] [--force]``; default: th
 archive in ``var/backups/``) reads and checks the whole archive before it changes anything;
 refuses a database that already holds tables unless ``--force`` (refused too while anything
 else is connected); runs ``pg_restore --clean --if-exists --single-transaction`` into a side
-database and swaps it in (a replaced database is kept, renamed); then puts the key files and
-the media in place, checks the row counts against the manifest, runs ``manage.py migrate``,
+database, checks its row counts and migrations against the manifest and swaps it in (a
+replaced database is kept, renamed); then puts the key files and the media in place, runs ``manage.py migrate``,
 ``manage.py capsules_check`` and ``manage.py livechunks_check --repair``, and checks that
 every document's original is present with its recorded sha256.
 
@@ -83,6 +83,7 @@ MANIFEST_KEYS: dict[str, tuple[str, ...]] = {
     "versions": ("pg_dump", "brain", "postgresql"), "database": ("sha256",), "media": ("storage", "files", "bytes"),
 }  # fmt: skip
 STAGING_RESERVE_BYTES = 512 * 1024 * 1024  # left free on var/'s disk while an archive is unpacked
+VERSION = re.compile(r"\d+(?:\.\d+)*")  # a PostgreSQL tool's version, as --version prints it
 ARCHIVE_PREFIX = "brain-backup-"
 ARCHIVE_SUFFIX = ".tar.gz"
 # Rows counted into the manifest and compared after a restore: (name, table, boolean filter column).
@@ -149,7 +150,7 @@ def _pg_tool(name: str) -> Path:
 def _tool_version(tool: Path) -> str:
     """``pg_dump (PostgreSQL) 18.6`` → ``18.6``."""
     output = subprocess.run([str(tool), "--version"], capture_output=True, text=True, check=True, timeout=30).stdout
-    found = re.search(r"\)\s*(\d+(?:\.\d+)*)", output)
+    found = re.search(r"\)\s*(" + VERSION.pattern + ")", output)
     if found is None:
         raise BackupError(f"cannot read the version of {tool}: {output.strip()!r}")
     return found.group(1)
@@ -533,10 +534,9 @@ def restore(archive: Path | None = None, *, force: bool = False) -> None:
         with _servers_as_found(var) as url:
             replaced_tables = _database_state(url, var, force=force)
             say(f"restore: pg_restore into {launcher.DATABASE_NAME} ({pg_restore}, {pg_restore_version})")
-            _restore_database(pg_restore, staged.dump, url, replaced_tables=replaced_tables)
+            _restore_database(pg_restore, staged.dump, url, manifest, replaced_tables=replaced_tables)
             _place_var_items(staged, var)
             _place_media(staged, _media_root(var))
-            _check_database(url, manifest)
             say("restore: manage.py migrate")
             _manage("migrate", "--noinput")
             say("restore: manage.py capsules_check")
@@ -640,6 +640,9 @@ def _checked(archive: Path, root: Path, manifest: dict[str, Any], media: _TreeDi
     wrong = [name for name in ("versions", "database", "media", "counts") if not isinstance(manifest.get(name), dict)]
     if missing or wrong:
         raise BackupError(f"{archive}: the manifest is malformed (missing or not objects: {(missing + wrong)[:5]})")
+    made_with = manifest["versions"]["pg_dump"]
+    if not isinstance(made_with, str) or not VERSION.fullmatch(made_with):
+        raise BackupError(f"{archive}: the manifest is malformed (versions.pg_dump {made_with!r} is not a version)")
     listed = manifest["var"]
     if not isinstance(listed, list) or not all(isinstance(item, str) for item in listed):
         raise BackupError(f"{archive}: the manifest's var list is not a list of names")
@@ -706,9 +709,12 @@ def _busy(connections: int | str) -> str:
     )
 
 
-def _restore_database(pg_restore: Path, dump: Path, url: str, *, replaced_tables: int) -> None:
-    """``pg_restore`` into a side database, then swap it in: a failed restore leaves the current
-    database as it was, and a replaced non-empty one is kept (renamed), never dropped."""
+def _restore_database(
+    pg_restore: Path, dump: Path, url: str, manifest: dict[str, Any], *, replaced_tables: int
+) -> None:
+    """``pg_restore`` into a side database, check its rows and migrations against the manifest,
+    then swap it in: a failed restore or check leaves the current database (and var/) as they
+    were, and a replaced non-empty database is kept (renamed), never dropped."""
     side = f"{launcher.DATABASE_NAME}_restoring"
     with psycopg.connect(_database_url(url, "postgres"), autocommit=True) as conn:
         # A side database left by an interrupted restore is ours to drop.
@@ -716,6 +722,7 @@ def _restore_database(pg_restore: Path, dump: Path, url: str, *, replaced_tables
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(side)))
     try:
         _pg_restore(pg_restore, dump, _database_url(url, side))
+        _check_database(_database_url(url, side), manifest)
     except BackupError:
         with psycopg.connect(_database_url(url, "postgres"), autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(side)))
@@ -811,9 +818,11 @@ def _check_database(url: str, manifest: dict[str, Any]) -> None:
             for name in sorted(set(counts) | set(manifest["counts"]))
             if counts.get(name) != manifest["counts"].get(name)
         ]
-        raise BackupError("the restored rows differ from the manifest: " + "; ".join(differences))
+        raise BackupError(
+            "the restored rows differ from the manifest, so nothing was changed: " + "; ".join(differences)
+        )
     if migrations != manifest["migrations"]:
-        raise BackupError("the restored migration history differs from the manifest")
+        raise BackupError("the restored migration history differs from the manifest, so nothing was changed")
     say(f"  rows as in the manifest: {', '.join(f'{name} {count}' for name, count in counts.items())}")
 
 
@@ -871,6 +880,10 @@ def main(argv: list[str] | None = None) -> int:
             restore(args.file, force=args.force)
     except BackupError as exc:
         print(f"{args.command} failed: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except OSError as exc:  # a folder that cannot be made, a full disk: named, never a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"{args.command} failed: {exc.strerror or exc}{where}", file=sys.stderr, flush=True)
         return 1
     return 0
 

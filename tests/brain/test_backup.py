@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from brain import backup, launcher
 from tests.brain import backup_drill
@@ -140,6 +142,35 @@ def test_backup_destroy_var_and_restore_gives_back_the_same_brain(private_var: P
     assert "--force" in again.stderr
     assert "pg_restore" not in again.stdout  # refused before the database was touched
 
+    # An archive whose manifest disagrees with its dump is refused before the swap: the live
+    # database stays in place (none kept aside) and so do the key files.
+    altered = var / "altered.tar.gz"
+    with tarfile.open(archive) as source, tarfile.open(altered, "w:gz") as target:
+        for member in source:
+            data = source.extractfile(member) if member.isfile() else None
+            if member.name == "manifest.json":
+                assert data is not None
+                wrong = json.load(data)
+                wrong["counts"]["pages"] += 1
+                raw = json.dumps(wrong).encode()
+                member.size = len(raw)
+                data = io.BytesIO(raw)
+            target.addfile(member, data)
+    (var / "secret-key").write_bytes(b"the live key " * 5)
+    refused = run(var, "-m", "brain.backup", "restore", "--file", str(altered), "--force", check=False)
+    assert refused.returncode == 1
+    assert "differ from the manifest, so nothing was changed" in refused.stderr
+    assert (var / "secret-key").read_bytes() == b"the live key " * 5
+    assert not list(var.glob("secret-key.before-restore-*"))
+    url = launcher.ensure_postgres(var / "pg")
+    try:
+        with psycopg.connect(make_conninfo(url, dbname="postgres")) as conn:
+            databases = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+    finally:
+        launcher.stop_postgres(var / "pg")
+    assert launcher.DATABASE_NAME in databases
+    assert not [name for name in databases if name.startswith(f"{launcher.DATABASE_NAME}_")]
+
 
 def test_an_archive_with_a_path_outside_its_entries_is_refused_before_anything_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -198,6 +229,8 @@ def test_an_altered_manifest_is_refused_before_anything_changes(
         ({"versions": None}, "malformed"),
         ({"database": {}}, "malformed"),
         ({"media": {"storage": "filesystem", "files": 0, "bytes": 0}}, "malformed"),
+        ({"versions": {"pg_dump": "sixteen", "brain": "1", "postgresql": "16.4"}}, "is not a version"),
+        ({"versions": {"pg_dump": 16, "brain": "1", "postgresql": "16.4"}}, "is not a version"),
     ]  # fmt: skip
     for number, (changes, said) in enumerate(altered):
         archive = archive_of(
@@ -223,6 +256,22 @@ def test_an_archive_larger_than_the_free_space_is_refused_while_it_is_unpacked(
     assert "more than the free space" in capsys.readouterr().err
     assert not (tmp_path / "var" / "pg").exists()
     assert not any(path.is_file() for path in (tmp_path / "var").rglob("*"))  # the staging is gone
+
+
+def test_a_backup_file_that_cannot_be_written_is_named_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    var = tmp_path / "var"
+    (var / "pg").mkdir(parents=True)
+    (var / "pg" / "PG_VERSION").write_text("18\n")
+    monkeypatch.setenv("BRAIN_VAR_DIR", str(var))
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert backup.main(["backup", "--file", str(blocker / "backup.tar.gz")]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith("backup failed: ")
+    assert str(blocker) in said
 
 
 def test_an_external_database_is_not_backed_up_by_make_backup(
