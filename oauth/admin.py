@@ -1,9 +1,9 @@
 """The admin's side of OAuth: revoke a client for everyone through the service.
 
-The toolkit's own admin stays for tokens (its "Revoke selected access tokens" action is
-the token-level revocation), re-registered to scale with many dynamically registered
-clients (no "By application" filter, a client or token typed by id, not chosen from a list
-of all of them); the client admin gains an action that revokes every token of
+The toolkit's own admin stays for tokens, read-only, its "Revoke selected … tokens" actions
+the token-level revocation (audited), re-registered to scale with many dynamically
+registered clients (no "By application" filter, a client or token typed by id, not chosen
+from a list of all of them); the client admin gains an action that revokes every token of
 the selected clients and removes them, which a plain delete cannot do because the
 toolkit forbids deleting token rows directly.
 """
@@ -28,7 +28,7 @@ from oauth2_provider.models import (
 
 from grants.admin import OfferedToAdministrators, admin_actor
 from grants.audit import audit_record
-from oauth.services import application_remove
+from oauth.services import application_remove, tokens_revoke_selected
 from oauth.views import refused_metadata
 
 Application = get_application_model()
@@ -75,25 +75,44 @@ admin.site.register(Application, BrainApplicationAdmin)
 admin.site.unregister(get_grant_model())
 
 
-# The toolkit's token admins as they were (read-mostly: no add, revoke rather than delete),
-# minus what lists every client: with thousands of dynamically registered clients, the
-# "By application" filter listed each one on every changelist, and a token's page rendered a
-# <select> of every client (and of every ID, access or refresh token for its links).
+# The toolkit's token admins, read-only: a token is issued by the OAuth flows and ended by
+# revocation, never edited — its change form re-pointed a live token to another person (who
+# never consented) or extended it, unaudited. Revoking goes through ``tokens_revoke_selected``
+# (audited), and the pages are offered to administrators only. What lists every client is
+# gone: with thousands of dynamically registered clients, the "By application" filter listed
+# each one on every changelist, and a token's page rendered a <select> of every client.
 
 
-class BrainAccessTokenAdmin(AccessTokenAdmin):  # type: ignore[misc]
+class ReadOnlyTokens(OfferedToAdministrators):
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class BrainAccessTokenAdmin(ReadOnlyTokens, AccessTokenAdmin):  # type: ignore[misc]
     list_filter = ()
     list_select_related = ("application", "user")
     raw_id_fields = ("user", "application", "source_refresh_token", "id_token")
 
+    @admin.action(description="Revoke selected access tokens")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        revoked = tokens_revoke_selected(actor=admin_actor(request), access_token_ids=ids, refresh_token_ids=[])
+        self.message_user(request, f"Revoked {revoked} access token(s).", messages.SUCCESS)
 
-class BrainRefreshTokenAdmin(RefreshTokenAdmin):  # type: ignore[misc]
+
+class BrainRefreshTokenAdmin(ReadOnlyTokens, RefreshTokenAdmin):  # type: ignore[misc]
     list_filter = ()
     list_select_related = ("application", "user")
     raw_id_fields = ("user", "application", "access_token")
 
+    @admin.action(description="Revoke selected refresh tokens")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        revoked = tokens_revoke_selected(actor=admin_actor(request), access_token_ids=[], refresh_token_ids=ids)
+        self.message_user(request, f"Revoked {revoked} refresh token(s).", messages.SUCCESS)
 
-class BrainIDTokenAdmin(IDTokenAdmin):  # type: ignore[misc]
+
+class BrainIDTokenAdmin(ReadOnlyTokens, IDTokenAdmin):  # type: ignore[misc]
     list_filter = ()
     list_select_related = ("application", "user")
     raw_id_fields = ("user", "application")

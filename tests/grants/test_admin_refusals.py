@@ -41,6 +41,13 @@ class StaffWithoutAMemberRowTests(BrainTestCase):
                     f"/admin/auth/user/{self.nina.pk}/delete/"):  # fmt: skip
             assert self.client.get(url).status_code == 403, url
 
+    def test_the_oauth_token_pages_are_not_offered(self) -> None:
+        self.staff.user_permissions.add(*Permission.objects.filter(
+            codename__in=["view_accesstoken", "change_accesstoken", "view_refreshtoken", "view_idtoken"]))  # fmt: skip
+        for url in ("/admin/oauth2_provider/accesstoken/", "/admin/oauth2_provider/refreshtoken/",
+                    "/admin/oauth2_provider/idtoken/"):  # fmt: skip
+            assert self.client.get(url).status_code == 403, url
+
     def test_a_password_is_never_set_unaudited(self) -> None:
         answer = self.client.post(f"/admin/auth/user/{self.nina.pk}/password/", FORM)
         assert answer.status_code in (400, 403)

@@ -5,6 +5,7 @@ disconnecting from the Connected apps page and the admin."""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import json
 import secrets
@@ -14,7 +15,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.db import transaction
 from django.test import Client, TestCase, override_settings
-from oauth2_provider.models import AccessToken, Application, Grant
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 from oauth2_provider.views import TokenView
 
 from grants.models import AuditEvent, Member
@@ -623,6 +625,28 @@ class OAuthRuleTests(TestCase):
         )
         assert revoked.status_code == 302
         assert self.mcp(issued["access_token"]).status_code == 401
+        event = AuditEvent.objects.get(action="oauth.admin_revoke")
+        assert (event.target, event.metadata["tokens"]) == ("alice", 1)
+
+        # A token is revoked, never edited: its page is read-only (it re-pointed a live token
+        # to another person, or extended it, unaudited).
+        live = self.connect()
+        self.client.force_login(admin.user)
+        token = AccessToken.objects.latest("pk")
+        page = self.client.get(f"/admin/oauth2_provider/accesstoken/{token.pk}/change/")
+        assert page.status_code == 200
+        assert b'name="_save"' not in page.content
+        later = (timezone.now() + dt.timedelta(days=3650)).strftime("%Y-%m-%d")
+        self.client.post(f"/admin/oauth2_provider/accesstoken/{token.pk}/change/", {
+            "user": admin.user.pk, "application": token.application_id, "scope": token.scope,
+            "expires_0": later, "expires_1": "00:00:00"})  # fmt: skip
+        token.refresh_from_db()
+        assert (token.user_id, token.expires.year < timezone.now().year + 5) == (self.alice.user.pk, True)
+        refresh = RefreshToken.objects.get(access_token=token)
+        self.client.post("/admin/oauth2_provider/refreshtoken/",
+                         {"action": "revoke_tokens", "_selected_action": [refresh.pk]})  # fmt: skip
+        assert self.mcp(live["access_token"]).status_code == 401
+        assert AuditEvent.objects.filter(action="oauth.admin_revoke").count() == 2
 
         second = self.connect()
         application = Application.objects.get(client_id=second["client_id"])
