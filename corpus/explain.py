@@ -16,6 +16,7 @@ from django.db import connection
 from corpus.models import Page
 from grants.models import Group, Member, Permission, Sensitivity, ServiceAccount
 from grants.predicates import _reach_condition, subject_grants_sql
+from grants.principals import Principal
 
 Subject = Member | Group | ServiceAccount
 
@@ -102,14 +103,25 @@ def _why(reaches: bool, grant_path: str | None, grant_category: str | None, page
 
 
 def explain_access(
-    subject: Subject, path: str, *, category: str | None = None, sensitivity: int | None = None
+    subject: Subject,
+    path: str,
+    *,
+    category: str | None = None,
+    sensitivity: int | None = None,
+    viewer: Principal | None = None,
 ) -> Explanation:
     """Why ``subject`` holds what it holds on the page at ``path``.
 
     The page's category and sensitivity are read from the page row when one exists (live or
     retired); otherwise ``category``/``sensitivity`` describe a page that would be written there.
+    With ``viewer`` (an administrator asking in the admin), a page ``viewer`` cannot read is
+    explained as no page at all: being an administrator confers no content access, and the
+    answer would otherwise tell a secret page's path, category and sensitivity from a guess.
     """
-    page = Page.objects.filter(path=path).values_list("category", "sensitivity").first()
+    rows = Page.objects.filter(path=path)
+    if viewer is not None:
+        rows = rows.visible_to(viewer, "read")
+    page = rows.values_list("category", "sensitivity").first()
     if page is not None:
         category, sensitivity = page
     level = int(sensitivity if sensitivity is not None else Sensitivity.ORDINARY)

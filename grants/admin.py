@@ -320,6 +320,7 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
                 form.cleaned_data["path"],
                 category=form.cleaned_data["category"] or None,
                 sensitivity=Sensitivity.from_name(form.cleaned_data["sensitivity"] or "ordinary"),
+                viewer=admin_actor(request),
             )
         context = {
             **self.admin_site.each_context(request),

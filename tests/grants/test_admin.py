@@ -263,6 +263,11 @@ class AdminExplainAccessTests(BrainTestCase):
         publish(DISCOUNT_POLICY, title="Discount policy", category="pricing", sensitivity="restricted")
 
     def test_a_members_page_lists_their_grants_and_explains_access(self) -> None:
+        from grants.principals import SYSTEM
+        from grants.services import grant_issue
+
+        # The administrator explaining may read the page (else it is explained as no page).
+        grant_issue(actor=SYSTEM, member=self.charlie, category="pricing", permission="read")
         self.client.force_login(self.charlie.user)
         change = self.client.get(f"/admin/grants/member/{self.alice.pk}/change/").content.decode()
         assert "approve on topics/pricing/" in change
@@ -276,6 +281,20 @@ class AdminExplainAccessTests(BrainTestCase):
         assert "Effective permission: none" in bob
         bad = self.client.get(f"/admin/grants/member/{self.alice.pk}/explain/", {"path": "Bad Path"})
         assert "not a page path" in bad.content.decode()
+
+    def test_a_page_the_administrator_cannot_read_is_explained_as_no_page(self) -> None:
+        """An administrator holds no content access: explaining a guessed path told a secret
+        page's existence, category and sensitivity apart from a path with no page."""
+        from tests.base import publish
+
+        publish("board/merger-with-northwind.md", title="Merger", category="board", sensitivity="secret")
+        self.client.force_login(self.charlie.user)
+        url = f"/admin/grants/member/{self.bob.pk}/explain/"
+        secret = self.client.get(url, {"path": "board/merger-with-northwind.md"}).content.decode()
+        missing = self.client.get(url, {"path": "board/merger-with-southwind.md"}).content.decode()
+        assert "no page exists there yet" in missing
+        assert "no page exists there yet" in secret
+        assert "category board" not in secret
 
     def test_only_administrators_may_explain(self) -> None:
         self.client.force_login(self.bob.user)
