@@ -671,12 +671,11 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
         event = super().get_object(request, object_id, from_field)
         if event is not None and not getattr(event, "target_readable", True):
             event.target, event.metadata = HIDDEN_TARGET, {}
-        elif event is not None and event.target_type == "build" and isinstance(event.metadata, dict):
-            # A build's events name the pages it wrote, deleted or moved (``path``, ``new_path``);
-            # other events' paths (a grant's scope) are the administrator's own business.
-            named = {
-                key: value for key, value in event.metadata.items() if key.endswith("path") and isinstance(value, str)
-            }
+        elif event is not None and event.target_type in PAGE_PATHS_IN_METADATA and isinstance(event.metadata, dict):
+            # Pages named in the metadata (a build's pages, a moved figure's old page); other
+            # events' paths (a grant's scope) are the administrator's own business.
+            keys = PAGE_PATHS_IN_METADATA[event.target_type]
+            named = {key: value for key, value in event.metadata.items() if key in keys and isinstance(value, str)}
             readable = _readable_page_paths(admin_actor(request), set(named.values()))
             event.metadata = {
                 key: (HIDDEN_TARGET if key in named and value not in readable else value)
@@ -703,6 +702,8 @@ class AuditEventAdmin(AdministratorOnly, admin.ModelAdmin):
 
 
 HIDDEN_TARGET = "(not shown: you cannot read it)"
+# Metadata keys that name a page, by the event's target type (shown only when readable).
+PAGE_PATHS_IN_METADATA: dict[str, tuple[str, ...]] = {"build": ("path", "new_path"), "page": ("from",)}
 
 
 def _readable_page_paths(viewer: Principal, paths: set[str]) -> set[str]:
@@ -718,19 +719,38 @@ def _readable_page_paths(viewer: Principal, paths: set[str]) -> set[str]:
 
 def _target_readable(viewer: Principal) -> Any:
     """SQL: true unless the event names a page or capture ``viewer`` cannot read (one with no
-    row to judge it by — a draft's path never promoted — counts as unreadable)."""
+    row to judge it by — a draft's path never promoted — counts as unreadable).
+
+    Judged: page and source events by their target; a figure's by the page in its metadata;
+    a refused secret (``content.refused``, whose target type is the refused field) by its
+    target — ``capture:<key>`` a capture, anything else a page path (a figure key under it
+    matches no page, and is hidden).
+    """
     pages = visible_ids_sql(viewer, "read", table="corpus_page")
     sources = visible_ids_sql(viewer, "read", table="corpus_source", path_column="scope_path")
     if pages is None or sources is None:  # the system (a superuser without a member row) sees all
         return Value(True, output_field=BooleanField())
     table = AuditEvent._meta.db_table
+
+    # Every interpolated name is a code constant or a column; values are parameters.
+    def page_readable(path: str) -> str:
+        return f"EXISTS (SELECT 1 FROM corpus_page p WHERE p.path = {path} AND p.id IN ({pages[0]}))"  # noqa: S608
+
+    def source_readable(key: str) -> str:
+        return f"EXISTS (SELECT 1 FROM corpus_source s WHERE s.key = {key} AND s.id IN ({sources[0]}))"  # noqa: S608
+
+    target, figure_page = f"{table}.target", f"({table}.metadata ->> 'page')"
     sql = (
-        f"CASE {table}.target_type"  # noqa: S608 - table and column names are code constants
-        f" WHEN 'page' THEN EXISTS (SELECT 1 FROM corpus_page p WHERE p.path = {table}.target AND p.id IN ({pages[0]}))"
-        f" WHEN 'source' THEN EXISTS (SELECT 1 FROM corpus_source s WHERE s.key = {table}.target"
-        f" AND s.id IN ({sources[0]})) ELSE true END"
+        f"CASE WHEN {table}.action = 'content.refused' THEN"
+        f" CASE WHEN left({target}, 8) = 'capture:' THEN {source_readable(f'substr({target}, 9)')}"
+        f" ELSE {page_readable(target)} END"
+        f" WHEN {table}.target_type = 'page' THEN {page_readable(target)}"
+        f" WHEN {table}.target_type = 'source' THEN {source_readable(target)}"
+        f" WHEN {table}.target_type = 'figure' THEN {figure_page} IS NULL OR {page_readable(figure_page)}"
+        " ELSE true END"
     )
-    return RawSQL(sql, (*pages[1], *sources[1]), output_field=BooleanField())  # noqa: S611 - constants and params
+    params = (*sources[1], *pages[1], *pages[1], *sources[1], *pages[1])
+    return RawSQL(sql, params, output_field=BooleanField())  # noqa: S611 - constants and params
 
 
 # --------------------------------------------------------------------------- Django users

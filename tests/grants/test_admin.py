@@ -104,6 +104,34 @@ class AdminTests(BrainTestCase):
         drafted = AuditEvent.objects.get(action="build.write_page")
         shown = self.client.get(f"/admin/grants/auditevent/{drafted.pk}/change/").content.decode()
         assert "board/agenda.md" not in shown
+        # A figure recorded on the secret page names it in its metadata; a refused secret in a
+        # rewrite of it, or in a capture's text, names the page or capture as its target.
+        import datetime as dt
+
+        from brain.text.secrets import SecretRefused
+        from corpus.figures import figure_record
+        from corpus.services import revision_create
+        from corpus.sources import source_tag
+        from tests.base import page_markdown
+
+        figure_record(actor=SYSTEM, page_path=secret, key="price-per-share", value="41", unit="USD",
+                      as_of=dt.date(2026, 1, 1))  # fmt: skip
+        token = "AKIA" + "QYLPMN5HHHFPZAM2"
+        with pytest.raises(SecretRefused):
+            revision_create(actor=SYSTEM, path=secret, markdown=page_markdown(
+                title="Merger", sensitivity="secret", body=f"# Merger\n\nkey {token}\n"))  # fmt: skip
+        with pytest.raises(SecretRefused):
+            source_tag(actor=SYSTEM, key="board/merger-memo", add=[token])
+        listed = self.client.get("/admin/grants/auditevent/").content.decode()
+        assert secret not in listed
+        assert "price-per-share" not in listed
+        assert "board/merger-memo" not in listed
+        for event in AuditEvent.objects.filter(action__in=["figure.record", "content.refused"]):
+            detail = self.client.get(f"/admin/grants/auditevent/{event.pk}/change/").content.decode()
+            assert secret not in detail, event.action
+            assert "merger-memo" not in detail, event.action
+        found = self.client.get("/admin/grants/auditevent/", {"q": "capture:board/merger-memo"}).content.decode()
+        assert "0 audit events" in found or "0 results" in found
         issued = AuditEvent.objects.filter(action="grant.issue", metadata__subject="member:dora").first()
         assert issued is not None  # a grant's scope is the administrator's own business
         assert "board/" in self.client.get(f"/admin/grants/auditevent/{issued.pk}/change/").content.decode()
