@@ -198,12 +198,12 @@ class MemberForm(forms.ModelForm):
         }
 
     def clean_username(self) -> str:
-        username = str(self.cleaned_data.get("username") or "").strip()
+        User = get_user_model()
+        username = User.normalize_username(str(self.cleaned_data.get("username") or "").strip())
         if self.instance.pk is not None:
             return username
         if not username:
             raise ValidationError("A username is required to add a member.")
-        User = get_user_model()
         field = User._meta.get_field(User.USERNAME_FIELD)
         for validator in getattr(field, "validators", []):
             validator(username)

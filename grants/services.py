@@ -77,6 +77,9 @@ def member_create(
     if refusals:
         raise ValidationError(refusals)
     User = get_user_model()
+    # As Django stores it (NFKC, in the user's clean()): checked before that, "Ａlice" passed
+    # the taken-name check and was then stored as "Alice", beside "alice".
+    username = User.normalize_username(username)
     slack_user_id = (slack_user_id or "").strip() or None
     with transaction.atomic():
         _serialise_claims(f"user:{username}", f"email:{email.strip()}" if email else "")

@@ -96,6 +96,21 @@ class MemberFormTests(BrainTestCase):
         assert b"dora" in answer.content  # what was typed is still there
         assert not Member.objects.filter(user__username="dora").exists()
 
+    def test_a_compatibility_spelling_of_a_taken_name_is_taken(self) -> None:
+        """Django stores a username NFKC-normalised: "Ａlice" (a full-width A) passed the
+        taken-name check and was stored as "Alice", a second alice."""
+        look_alike = "\uff21lice"
+        with pytest.raises(ValidationError, match="already exists"):
+            member_create(actor=SYSTEM, username=look_alike)
+        self.client.force_login(self.charlie.user)
+        answer = self.client.post("/admin/grants/member/add/", {
+            "username": look_alike, "email": "", "password": "", "role": "member"})  # fmt: skip
+        assert answer.status_code == 200
+        assert "already exists" in answer.content.decode()
+        users = get_user_model().objects.filter(username__iexact="alice").values_list("username", flat=True)
+        assert list(users) == ["alice"]
+        assert member_create(actor=SYSTEM, username="\uff24ora").username == "Dora"
+
 
 class OwnerLifecycleTests(BrainTestCase):
     def test_an_admin_cannot_reactivate_an_owner_an_owner_suspended(self) -> None:
