@@ -404,6 +404,24 @@ class GroupForm(forms.ModelForm):
         if self.instance.pk:
             self.fields["people"].initial = list(self.instance.members.all())
 
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data.get("name") or "")
+        if self.instance.pk is None and services.group_name_taken(name):
+            raise ValidationError(f"A group named {name!r} already exists.")
+        return name
+
+
+class ServiceAccountForm(forms.ModelForm):
+    class Meta:
+        model = ServiceAccount
+        fields = ["name", "description", "is_active"]
+
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data.get("name") or "")
+        if self.instance.pk is None and services.service_account_name_taken(name):
+            raise ValidationError(f"A service account named {name!r} already exists.")
+        return name
+
 
 @admin.register(Group)
 class GroupAdmin(AdministratorOnly, admin.ModelAdmin):
@@ -434,6 +452,7 @@ class GroupAdmin(AdministratorOnly, admin.ModelAdmin):
 
 @admin.register(ServiceAccount)
 class ServiceAccountAdmin(AdministratorOnly, admin.ModelAdmin):
+    form = ServiceAccountForm
     list_display = ["name", "is_active", "description", "created_at"]
     search_fields = ["name"]
     fields = ["name", "description", "is_active"]

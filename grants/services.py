@@ -51,7 +51,9 @@ def _serialise_claims(*names: str) -> None:
 
     Usernames and addresses are unique case-insensitively, which no index of Django's user
     table says; two requests adding "Carol" and "carol" at once would both pass a check that
-    reads before either writes. The second now waits, then sees the first's row.
+    reads before either writes. The second now waits, then sees the first's row. Group and
+    service-account names are claimed the same way (``group:<name>``), so a second add of one
+    name is refused as taken rather than failing on the unique index.
     """
     from django.db import connection
 
@@ -216,6 +218,20 @@ def member_update(*, actor: Principal, member: Member, role: str, is_active: boo
     return locked
 
 
+def group_name_taken(name: str) -> bool:
+    """Whether a group holds ``name``, asked under the name's claim: inside a transaction (an
+    admin form's validation runs in its save's), a second add of the name waits for the
+    first to commit and then sees it, so it is told "already exists" beside the field."""
+    _serialise_claims(f"group:{name}")
+    return bool(Group.objects.filter(name=name).exists())
+
+
+def service_account_name_taken(name: str) -> bool:
+    """As ``group_name_taken``, for a service account's name."""
+    _serialise_claims(f"service-account:{name}")
+    return bool(ServiceAccount.objects.filter(name=name).exists())
+
+
 def group_create(*, actor: Principal, name: str, description: str = "") -> Group:
     require_administrator(actor)
     try:
@@ -223,7 +239,7 @@ def group_create(*, actor: Principal, name: str, description: str = "") -> Group
     except PathError:
         raise ValidationError({"name": "group name must be 1-64 of a-z, 0-9, '-', '_'"}) from None
     with transaction.atomic():
-        if Group.objects.filter(name=name).exists():
+        if group_name_taken(name):
             raise ValidationError({"name": f"a group named {name!r} already exists"})
         group = Group.objects.create(name=name, description=description)
         audit_record(actor=actor, action="group.create", target_type="group", target=name)
@@ -272,7 +288,7 @@ def service_account_create(*, actor: Principal, name: str, description: str = ""
     except PathError:
         raise ValidationError({"name": "service account name must be 1-64 of a-z, 0-9, '-', '_'"}) from None
     with transaction.atomic():
-        if ServiceAccount.objects.filter(name=name).exists():
+        if service_account_name_taken(name):
             raise ValidationError({"name": f"a service account named {name!r} already exists"})
         account = ServiceAccount.objects.create(name=name, description=description)
         audit_record(actor=actor, action="service_account.create", target_type="service_account", target=name)

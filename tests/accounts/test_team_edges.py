@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -14,9 +15,9 @@ from django.test import Client, TransactionTestCase
 
 from accounts.services import member_offboard, member_suspend, service_account_change
 from answers.credentials import question_credential_issue, question_credential_owner
-from grants.models import AuditEvent, Member
+from grants.models import AuditEvent, Group, Member, ServiceAccount
 from grants.principals import SYSTEM
-from grants.services import member_create, member_update, service_account_create
+from grants.services import group_create, member_create, member_update, service_account_create
 from memory.tokens import api_token_issue, api_token_revoke
 from tests.base import BrainTestCase
 
@@ -70,6 +71,62 @@ class ConcurrentAddTests(TransactionTestCase):
         )
         assert status == 200
         assert get_user_model().objects.filter(email__iexact="carol@example.com").count() == 1
+
+
+class ConcurrentNamesTests(TransactionTestCase):
+    """Two administrators adding a group or a service account of one name at once: the second
+    is told beside the field (it was a 500 from the unique index)."""
+
+    def add_while_another_is_adding(self, create: Any, url: str, data: dict[str, str]) -> Any:
+        admin = member_create(actor=SYSTEM, username="adm", email="adm@example.com", role="admin")
+        holding, release = threading.Event(), threading.Event()
+        answers: list[Any] = []
+
+        def first_admin() -> None:
+            try:
+                with transaction.atomic():
+                    create()
+                    holding.set()
+                    release.wait(10)
+            finally:
+                connection.close()
+
+        def second_admin() -> None:
+            try:
+                client = Client()
+                client.force_login(admin.user)
+                answers.append(client.post(url, data))
+            finally:
+                connection.close()
+
+        one = threading.Thread(target=first_admin)
+        one.start()
+        assert holding.wait(10)
+        two = threading.Thread(target=second_admin)
+        two.start()
+        two.join(1.0)  # it waits for the first one's claim on the name
+        release.set()
+        one.join()
+        two.join()
+        return answers[0]
+
+    def test_a_group_name_at_once(self) -> None:
+        answer = self.add_while_another_is_adding(
+            lambda: group_create(actor=SYSTEM, name="sales"), "/admin/grants/group/add/", {"name": "sales"}
+        )
+        assert answer.status_code == 200
+        assert "A group named &#x27;sales&#x27; already exists." in answer.content.decode()
+        assert Group.objects.filter(name="sales").count() == 1
+
+    def test_a_service_account_name_at_once(self) -> None:
+        answer = self.add_while_another_is_adding(
+            lambda: service_account_create(actor=SYSTEM, name="bot"),
+            "/admin/grants/serviceaccount/add/",
+            {"name": "bot", "is_active": "on"},
+        )
+        assert answer.status_code == 200
+        assert "already exists" in answer.content.decode()
+        assert ServiceAccount.objects.filter(name="bot").count() == 1
 
 
 class OwnersTests(BrainTestCase):
