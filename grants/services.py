@@ -133,6 +133,17 @@ def may_touch_ownership(actor: Principal) -> bool:
     return isinstance(actor, SystemPrincipal) or (isinstance(actor, Member) and actor.role == Member.Role.OWNER)
 
 
+def lock_active_owners() -> list[int]:
+    """Lock the active owners' rows, lowest id first, and return their ids.
+
+    Every change that may take the last owner away locks the owners first, in one order, and
+    only then its own member: two owners demoting each other at once took the two rows in
+    opposite orders, and PostgreSQL ended one of them as a deadlock (a server error).
+    """
+    owners = Member.objects.select_for_update().filter(role=Member.Role.OWNER, is_active=True, user__is_active=True)
+    return list(owners.order_by("pk").values_list("pk", flat=True))
+
+
 def refuse_losing_the_last_owner(member: Member) -> None:
     """Raise ``ValidationError`` when ``member`` is the last active owner.
 
@@ -141,12 +152,7 @@ def refuse_losing_the_last_owner(member: Member) -> None:
     """
     if member.role != Member.Role.OWNER:
         return
-    owners = (
-        Member.objects.select_for_update()
-        .filter(role=Member.Role.OWNER, is_active=True, user__is_active=True)
-        .values_list("pk", flat=True)
-    )
-    if not [pk for pk in owners if pk != member.pk]:
+    if not [pk for pk in lock_active_owners() if pk != member.pk]:
         raise ValidationError(f"{member.username} is the last active owner; make someone else owner first")
 
 
@@ -193,6 +199,7 @@ def member_update(*, actor: Principal, member: Member, role: str, is_active: boo
     if role not in Member.Role.values:
         raise ValidationError({"role": f"role must be one of {', '.join(Member.Role.values)}"})
     with transaction.atomic():
+        lock_active_owners()  # before the member's own row: one lock order with every owner change
         locked = Member.objects.select_for_update().select_related("user").get(pk=member.pk)
         refusals = member_change_refusals(actor, locked, role=role, is_active=is_active)
         if refusals:

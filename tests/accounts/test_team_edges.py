@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import threading
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -127,6 +128,51 @@ class ConcurrentNamesTests(TransactionTestCase):
         assert answer.status_code == 200
         assert "already exists" in answer.content.decode()
         assert ServiceAccount.objects.filter(name="bot").count() == 1
+
+
+class OwnersDemotingEachOtherTests(TransactionTestCase):
+    def test_two_owners_demoting_each_other_at_once_one_is_refused_not_deadlocked(self) -> None:
+        """member_update locked its member, then every owner: two owners demoting each other
+        at once took the two rows in opposite orders, and PostgreSQL ended one as a deadlock."""
+        from grants import services
+
+        olga = member_create(actor=SYSTEM, username="olga", role="owner")
+        oscar = member_create(actor=SYSTEM, username="oscar", role="owner")
+        first_holds, second_started = threading.Event(), threading.Event()
+        real_refusals = services.member_change_refusals
+        outcomes: dict[str, str] = {}
+
+        def refusals_after_a_pause(actor: Any, member: Member, **kwargs: Any) -> dict[str, str]:
+            if member.pk == oscar.pk:  # the first request: holding its locks, let the second start
+                first_holds.set()
+                assert second_started.wait(10)
+                threading.Event().wait(0.7)
+            return real_refusals(actor, member, **kwargs)
+
+        def demote(name: str, actor: Member, member: Member) -> None:
+            try:
+                if name == "second":
+                    assert first_holds.wait(10)
+                    second_started.set()
+                member_update(actor=actor, member=member, role="admin", is_active=True, slack_user_id=None)
+                outcomes[name] = "ok"
+            except ValidationError as error:
+                outcomes[name] = " ".join(error.messages)
+            except Exception as error:  # the deadlock this test is about
+                outcomes[name] = f"ERROR {type(error).__name__}"
+            finally:
+                connection.close()
+
+        with mock.patch.object(services, "member_change_refusals", refusals_after_a_pause):
+            threads = [threading.Thread(target=demote, args=("first", olga, oscar)),
+                       threading.Thread(target=demote, args=("second", oscar, olga))]  # fmt: skip
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(30)
+        assert outcomes["first"] == "ok"
+        assert "last active owner" in outcomes["second"]
+        assert list(Member.objects.filter(role="owner").values_list("user__username", flat=True)) == ["olga"]
 
 
 class OwnersTests(BrainTestCase):
