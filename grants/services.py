@@ -209,6 +209,10 @@ def member_update(*, actor: Principal, member: Member, role: str, is_active: boo
             for key, value in (("role", role), ("is_active", is_active), ("slack_user_id", slack_user_id or None))
             if getattr(locked, key) != value
         }
+        # A role or active flag given or taken is said with both values (who was made an owner,
+        # not only that a role changed); a Slack id is the person's, named only as changed.
+        shown = {key: {"from": getattr(locked, key), "to": value} for key, value in changes.items()
+                 if key in ("role", "is_active")}  # fmt: skip
         for key, value in changes.items():
             setattr(locked, key, value)
         if changes:
@@ -220,7 +224,7 @@ def member_update(*, actor: Principal, member: Member, role: str, is_active: boo
                 action="member.update",
                 target_type="member",
                 target=locked.username,
-                metadata={"fields": sorted(changes)},
+                metadata={"fields": sorted(changes), **shown},
             )
     return locked
 

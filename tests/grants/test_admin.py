@@ -216,6 +216,8 @@ class RoleRuleTests(BrainTestCase):
         second = member_create(actor=SYSTEM, username="oscar", role="owner")
         response = self.change(second, self.olivia, "member")  # another owner remains: allowed
         assert response.status_code == 302
+        event = AuditEvent.objects.get(action="member.update", target="olivia")
+        assert event.metadata == {"fields": ["role"], "role": {"from": "owner", "to": "member"}}
         response = self.change(self.charlie, second, "member")
         assert response.status_code == 200
         assert "only an owner can" in response.content.decode()
