@@ -217,12 +217,28 @@ class MemberForm(forms.ModelForm):
             raise ValidationError("Another member already uses this email address.")
         return email
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The link as the page showed it travels with the form, so a submit removes only a
+        # link the administrator saw: one the person made after the page was opened stayed
+        # blank on the form and was removed by the next save of anything else.
+        if "slack_user_id" in self.fields:  # not on the add form
+            self.fields["slack_user_id"].show_hidden_initial = True
+
     def clean_slack_user_id(self) -> str | None:
         """Only removing a link: a Slack account is linked by its own person (``/brain link``),
-        or an administrator could make Slack commands act as any member."""
+        or an administrator could make Slack commands act as any member. Left as shown, the
+        member's current link is kept, whatever it became meanwhile."""
+        current: str | None = self.instance.slack_user_id
+        if "slack_user_id" not in self.changed_data:
+            return current
         slack_user_id = str(self.cleaned_data.get("slack_user_id") or "").strip() or None
-        if slack_user_id is not None and slack_user_id != self.instance.slack_user_id:
+        if slack_user_id is not None and slack_user_id != current:
             raise ValidationError(SLACK_LINKED_BY_THE_PERSON)
+        name = self.add_initial_prefix("slack_user_id")
+        shown = str(self.fields["slack_user_id"].hidden_widget().value_from_datadict(self.data, self.files, name) or "")
+        if slack_user_id is None and current is not None and shown.strip() != current:
+            raise ValidationError("The Slack link changed after this page was opened; reload the page to see it.")
         return slack_user_id
 
     # Who is submitting (set by ``MemberAdmin.get_form``): the role rules depend on it.

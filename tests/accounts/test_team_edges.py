@@ -210,9 +210,24 @@ class SlackLinkTests(BrainTestCase):
         assert "linked by its own person" in response.content.decode()
         assert Member.objects.get(pk=self.alice.pk).slack_user_id is None
         Member.objects.filter(pk=self.alice.pk).update(slack_user_id="U0ALICE")  # as /brain link does
-        response = self.client.post(url, {"role": "member", "is_active": "on", "slack_user_id": ""})
+        page = self.client.get(url).content.decode()
+        assert 'name="initial-slack_user_id" value="U0ALICE"' in page  # the link as shown travels along
+        shown = {"role": "member", "is_active": "on", "initial-slack_user_id": "U0ALICE"}
+        response = self.client.post(url, {**shown, "slack_user_id": ""})
         assert response.status_code == 302
         assert Member.objects.get(pk=self.alice.pk).slack_user_id is None
+        # A form opened before the person linked (the field blank then) keeps the link they made
+        # meanwhile; one opened before they linked another account refuses to remove it unseen.
+        Member.objects.filter(pk=self.alice.pk).update(slack_user_id="U0ALICE")
+        stale = {"role": "admin", "is_active": "on", "initial-slack_user_id": "", "slack_user_id": ""}
+        assert self.client.post(url, stale).status_code == 302
+        assert Member.objects.get(pk=self.alice.pk).slack_user_id == "U0ALICE"
+        assert Member.objects.get(pk=self.alice.pk).role == "admin"
+        Member.objects.filter(pk=self.alice.pk).update(slack_user_id="U0ALICE2")
+        refused = self.client.post(url, {**shown, "role": "admin", "slack_user_id": ""})
+        assert refused.status_code == 200
+        assert "changed after this page was opened" in refused.content.decode()
+        assert Member.objects.get(pk=self.alice.pk).slack_user_id == "U0ALICE2"
         # The add form has no Slack field: a posted one is ignored.
         self.client.post("/admin/grants/member/add/", {"username": "dora", "role": "member", "slack_user_id": "U0X"})
         assert Member.objects.get(user__username="dora").slack_user_id is None
