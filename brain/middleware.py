@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
-from brain.request_context import accept_or_new, current_request_id
+from brain.request_context import accept_or_new, current_request, current_request_id
 
 logger = logging.getLogger("brain.request")
 
@@ -27,6 +27,7 @@ class RequestIdMiddleware:
         request_id = accept_or_new(request.META.get("HTTP_X_REQUEST_ID"))
         request.request_id = request_id  # type: ignore[attr-defined]
         token = current_request_id.set(request_id)
+        request_token = current_request.set(request)
         try:
             response = self.get_response(request)
             response["x-request-id"] = request_id
@@ -34,6 +35,7 @@ class RequestIdMiddleware:
                 logger.error("%s %s -> %s", request.method, request.path, response.status_code)
             return response
         finally:
+            current_request.reset(request_token)
             current_request_id.reset(token)
 
 

@@ -613,7 +613,8 @@ class FixedChoicesFilter(admin.SimpleListFilter):
 class ActorKindFilter(FixedChoicesFilter):
     title = "actor kind"
     parameter_name = "actor_kind"
-    choices_list = (("member", "member"), ("service", "service account"), ("system", "system"))
+    choices_list = (("member", "member"), ("service", "service account"), ("user", "login without a member row"),
+                    ("system", "system"))  # fmt: skip
 
 
 # What audit actions begin with (``<family>.<what>``; admin deletes are ``<app>.<model>.delete``).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from brain.request_context import get_request_id
+from brain.request_context import get_request_id, signed_in_login
 from brain.text.secrets import redact
 from grants.models import AuditEvent
 from grants.principals import Principal, actor_fields
@@ -22,8 +22,16 @@ def audit_record(
     target: str = "",
     metadata: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    """Append one audit event, stamped with the current request id (if any)."""
+    """Append one audit event, stamped with the current request id (if any).
+
+    An event with no member or service account behind it, recorded while someone is signed
+    in (a superuser without a member row in the admin, a login without one changing its
+    password), names that login (kind ``user``), not ``system``: "system" is left for what no
+    person did (workers, sweeps, commands, a client acting with its own credential).
+    """
     kind, actor_id, label = actor_fields(actor)
+    if kind == "system" and (login := signed_in_login()) is not None:
+        kind, actor_id, label = "user", login.pk, str(login.get_username())
     return AuditEvent.objects.create(
         actor_kind=kind,
         actor_id=actor_id,

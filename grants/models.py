@@ -239,7 +239,7 @@ class AuditEvent(models.Model):
     never rewrites history.
     """
 
-    actor_kind = models.CharField(max_length=16)  # member | service | system
+    actor_kind = models.CharField(max_length=16)  # member | service | user (a login without a member row) | system
     actor_id = models.BigIntegerField(null=True, blank=True)
     actor_label = models.CharField(max_length=150)
     action = models.CharField(max_length=64)

@@ -85,6 +85,34 @@ class UserAdminTests(BrainTestCase):
         assert AuditEvent.objects.filter(action="member.create", target="nina").exists()
 
 
+class AuditAttributionTests(BrainTestCase):
+    """The "system" actor is what no person did: a signed-in login without a member row (a superuser
+    made by createsuperuser, acting in the admin) is named by its username."""
+
+    def test_a_superuser_without_a_member_row_is_named_in_the_audit(self) -> None:
+        root = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root-123456")
+        self.client.force_login(root)
+        answer = self.client.post("/admin/grants/group/add/", {"name": "sales"})
+        assert answer.status_code == 302
+        event = AuditEvent.objects.get(action="group.create")
+        assert (event.actor_kind, event.actor_id, event.actor_label) == ("user", root.pk, "root")
+        listed = self.client.get("/admin/grants/auditevent/", {"actor_kind": "user"}).content.decode()
+        assert "group.create" in listed
+
+    def test_a_login_without_a_member_row_ending_its_sessions_is_named(self) -> None:
+        nina = get_user_model().objects.create_user("nina", "nina@example.com", "a long passphrase 42")
+        self.client.force_login(nina)
+        assert self.client.post("/account/security/", {"end_others": "1"}).status_code == 302
+        event = AuditEvent.objects.get(action="session.end_others")
+        assert (event.actor_kind, event.actor_label) == ("user", "nina")
+
+    def test_work_outside_a_request_stays_system(self) -> None:
+        from grants.services import group_create
+
+        group_create(actor=SYSTEM, name="ops")
+        assert AuditEvent.objects.get(action="group.create").actor_kind == "system"
+
+
 class MemberFormTests(BrainTestCase):
     def test_an_email_longer_than_its_column_is_a_form_error_keeping_the_input(self) -> None:
         self.client.force_login(self.charlie.user)
