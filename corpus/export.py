@@ -288,11 +288,24 @@ def _readable_as_recorded(principal: Principal, records: list[Figure]) -> set[in
     return {figure_id for figure_id, revision_id in judged_by.items() if scopes.get(revision_id) in readable}
 
 
+# A generated file name's UTF-8 bytes: file systems allow 255 a name (ext4, APFS, NTFS), and
+# a taken name gains "~N" before its suffix.
+MAX_NAME_BYTES = 200
+MAX_SUFFIX_BYTES = 16
+
+
 def _file_name(name: str) -> str:
-    """A stored file name as one safe path segment (no folders, no dot-files, no control characters)."""
+    """A stored file name as one safe path segment (no folders, no dot-files, no control
+    characters) that every file system can hold: at most ``MAX_NAME_BYTES`` of UTF-8, its
+    suffix kept (cut by characters, "議事録" fifty times made a 360-byte name without ".txt")."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     cleaned = "".join(c if c.isalnum() or c in "._- " else "_" for c in base).strip(" .")
-    return cleaned[:120] or "original"
+    stem, dot, suffix = cleaned.rpartition(".")
+    if not stem or len(suffix.encode("utf-8")) > MAX_SUFFIX_BYTES:
+        stem, dot, suffix = cleaned, "", ""
+    room = MAX_NAME_BYTES - len(f"{dot}{suffix}".encode())
+    stem = stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip(" .")
+    return f"{stem}{dot}{suffix}" if stem else "original"
 
 
 def _readme(principal: Principal, plan: list[Entry]) -> bytes:

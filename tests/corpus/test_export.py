@@ -174,6 +174,26 @@ class ExportTests(BrainTestCase):
         assert int(response["X-Brain-Export-Files"]) == len(self.export(self.bob)) + 1  # + the original
         assert client.get("/api/v1/export?originals=maybe").status_code == 400
 
+    def test_an_originals_long_name_fits_a_file_system_and_keeps_its_suffix(self) -> None:
+        """Cut at 120 characters, 150 CJK characters made a 360-byte name (file systems hold
+        255), which would not unpack, and lost its ".txt"."""
+        from ingest.services import document_ingest
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        document_ingest(actor=self.alice, filename="議事録" * 50 + ".txt", data=b"minutes", key="notes/minutes",
+                        enqueue=False)  # fmt: skip
+        document_ingest(actor=self.alice, filename="議事録" * 50 + ".txt", data=b"minutes 2", key="notes/minutes2",
+                        enqueue=False)  # fmt: skip
+        token = api_token_issue(actor=self.alice, name="cli", scopes=["corpus:read"])[1]
+        response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/export?originals=true")
+        with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as archive:
+            originals = [name for name in archive.namelist() if name.startswith("originals/")]
+        assert len(originals) == 2
+        for name in originals:
+            assert name.endswith(".txt")
+            assert max(len(segment.encode()) for segment in name.split("/")) <= 255
+            assert name.rsplit("/", 1)[-1].startswith("議事録")
+
     def test_what_the_reader_loses_while_an_export_runs_stays_out_of_its_last_files(self) -> None:
         """Originals and README.md are written last, minutes into a slow download."""
         from corpus.export import corpus_plan, corpus_render
