@@ -40,6 +40,9 @@ def _failure(response: httpx.Response) -> CliError:
         # address is not Brain's API at all — then never "not found", which reads as the memory's.
         if status == 429:
             return CliError(f"rate limited by {response.url.host}; retry later", RATE_LIMITED)
+        if status == 413:  # a proxy's body limit (nginx's is 1 MB by default), below Brain's own
+            return CliError(f"{response.url.host} refused the request as too large (HTTP 413): its proxy's "
+                            "upload limit is below Brain's; ask the operator to raise it", REFUSED)  # fmt: skip
         if status >= 500:
             return CliError(f"{response.url.host} answered HTTP {status}: is Brain running behind it?", UNAVAILABLE)
         return CliError(

@@ -7,6 +7,7 @@ exits with a code that says what kind of failure it was (``brain_cli.client``).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -117,10 +118,15 @@ def command(function: Callable[..., None]) -> Callable[..., None]:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
         except OSError as error:
-            err.print(f"brain: {error.strerror or error}", markup=False)
+            where = f": {error.filename}" if error.filename else ""
+            err.print(_one_line(f"brain: {error.strerror or error}{where}"), markup=False)
             sys.exit(1)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise  # main() turns these into their own exit codes
+        except (KeyError, TypeError) as error:  # a JSON object, but not the answer Brain gives
+            said = f"the server's answer lacks what Brain answers ({type(error).__name__}: {error})"
+            err.print(_one_line(f"brain: {said}: is the URL Brain's, and as new as this client?")[:300], markup=False)
+            sys.exit(UNAVAILABLE)
         except Exception as error:  # a bug here, or an answer shaped unlike any we know
             err.print(f"brain: unexpected {type(error).__name__}: {_one_line(error)[:200]}", markup=False)
             sys.exit(1)
@@ -153,12 +159,14 @@ def _degraded(answer: dict[str, Any]) -> None:
 
 
 @cli.command()
-@click.option("--url", prompt="Brain URL (e.g. https://brain.example.org)", help="The server's address.")
-@click.option("--token", prompt="Personal token (bmt_…)", hide_input=True, help="From Security → Personal API tokens.")
+@click.option("--url", help="The server's address (asked for when left out, at a terminal).")
+@click.option("--token", help="From Security → Personal API tokens (asked for, hidden, at a terminal).")
 @click.pass_obj
 @command
-def setup(ctx: Context, url: str, token: str) -> None:
+def setup(ctx: Context, url: str | None, token: str | None) -> None:
     """Save the server URL and your personal token (checked first; stored readable by you only)."""
+    url = url if url is not None else _asked("--url", "Brain URL (e.g. https://brain.example.org)")
+    token = token if token is not None else _asked("--token", "Personal token (bmt_…)", hide_input=True)
     settings = config.Settings(url=url.strip().rstrip("/"), token=token.strip())
     if not (settings.token.isascii() and settings.token.isprintable()):
         raise CliError("the token holds characters a token never has: copy it again from your Brain", USAGE)
@@ -173,6 +181,14 @@ def setup(ctx: Context, url: str, token: str) -> None:
         raise CliError(f"{settings.url} did not answer as Brain does: is the URL Brain's?", UNAVAILABLE)
     path = config.save(settings)
     ctx.emit({"saved": str(path), "teams": teams["teams"]}, lambda _: out.print(f"Saved to {path}. Ready."))
+
+
+def _asked(option: str, prompt: str, *, hide_input: bool = False) -> str:
+    """An option left out, asked for at a terminal; without one (a script, CI) a usage error
+    naming it — a prompt reading the end of standard input read as an interrupt (exit 130)."""
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"{option} is required when standard input is not a terminal")
+    return str(click.prompt(prompt, hide_input=hide_input))
 
 
 # --------------------------------------------------------------------------- memories
@@ -324,20 +340,30 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         return
-    written = _write_whole(Path(output), chunks)
+    target = Path(output)
+    if not target.parent.is_dir():
+        raise CliError(f"cannot write {output}: the folder {target.parent} does not exist", USAGE)
+    # Progress on stderr at a terminal (bytes so far and speed: the size is not known ahead).
+    with Progress(TextColumn("Exporting"), DownloadColumn(), TransferSpeedColumn(), console=err,
+                  disable=ctx.as_json or not err.is_terminal) as progress:  # fmt: skip
+        task = progress.add_task("export", total=None)
+        written = _write_whole(target, chunks, _advancer(progress, task))
     ctx.emit({"output": output, "bytes": written}, lambda _: err.print(f"Wrote {written:,} bytes to {output}"))
 
 
-def _write_whole(target: Path, chunks: Iterator[bytes]) -> int:
+def _write_whole(target: Path, chunks: Iterator[bytes], advance: Callable[[int], None] | None = None) -> int:
     """Write ``chunks`` to ``target`` all or nothing: into a private file beside it, moved over
     ``target`` only when the download ended well. A refused token, an unreachable server or a
-    cut stream leaves a previous export where it was (opening ``target`` first emptied it)."""
+    cut stream leaves a previous export where it was (opening ``target`` first emptied it).
+    ``advance`` is told each chunk's size as it is written."""
     descriptor, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     written = 0
     try:
         with os.fdopen(descriptor, "wb") as handle:
             for chunk in chunks:
                 written += handle.write(chunk)
+                if advance is not None:
+                    advance(len(chunk))
         os.replace(partial, target)
     except BaseException:
         Path(partial).unlink(missing_ok=True)
@@ -486,6 +512,11 @@ def main() -> None:
 
     Click's standalone mode turned Ctrl-C into "Aborted!" and exit 1, the code of a refusal:
     it is 130 here, as shells expect of an interrupt."""
+    # Text the terminal's encoding cannot show (an accent on an ASCII terminal) is printed
+    # escaped, never a failure of the command: it killed `brain get` with exit 1.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         cli.main(prog_name="brain", standalone_mode=False)
     except (KeyboardInterrupt, click.Abort):

@@ -466,6 +466,14 @@ def test_an_export_of_one_layer_keeps_its_links_when_imported_as_a_zip(alice: Me
     assert elsewhere["links"]["created"] >= 1
 
 
+def test_exporting_into_a_folder_that_cannot_be_made_is_a_command_error(tmp_path: Path, alice: Member) -> None:
+    memory_remember(actor=alice, content="The fern wants water on Mondays.")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(CommandError, match="cannot write the vault"):
+        call_command("brain_memory_vault", "export", str(blocker / "vault"), "--member", "alice", stdout=io.StringIO())
+
+
 def test_a_memory_holding_the_links_marker_reimports_with_its_whole_text(alice: Member) -> None:
     """The import read the first export marker it met as the links block and cut the text
     there: a memory quoting the block ("… More text after it.") lost its end, reported

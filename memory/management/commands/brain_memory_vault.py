@@ -77,11 +77,16 @@ class Command(BaseCommand):
     def _export(self, member: Member, folder: Path) -> None:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise CommandError(f"{folder} is not an empty folder; export into a new or empty one")
-        folder.mkdir(parents=True, exist_ok=True)
         written = 0
-        for file in obsidian_files(member):
-            target = folder / file.path  # "<layer>/<slug>-<id>.md": made by the export, never from input
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(file.data)
-            written += 1
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for file in obsidian_files(member):
+                target = folder / file.path  # "<layer>/<slug>-<id>.md": made by the export, never from input
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(file.data)
+                written += 1
+        except OSError as error:  # a folder that cannot be made, a full disk: named, not a traceback
+            where = error.filename or folder
+            raise CommandError(f"cannot write the vault at {where}: {error.strerror or error} "
+                               f"({written} note(s) written before)") from None  # fmt: skip
         self.stdout.write(f"wrote {written} note(s) to {folder}")
