@@ -87,6 +87,11 @@ class ReadOnlyTokens(OfferedToAdministrators):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Revoked, never deleted: deleting an ID token took its access token with it (a
+        # cascade), unaudited, and left the refresh token bound to nothing.
+        return False
+
 
 class BrainAccessTokenAdmin(ReadOnlyTokens, AccessTokenAdmin):  # type: ignore[misc]
     list_filter = ()

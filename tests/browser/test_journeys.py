@@ -294,7 +294,9 @@ class JourneyTests(BrowserTestCase):
         return build
 
     def test_an_administrator_explains_access_in_the_admin(self) -> None:
-        member_create(actor=SYSTEM, username="carol", role="admin", password="pw-carol-1234")
+        admin = member_create(actor=SYSTEM, username="carol", role="admin", password="pw-carol-1234")
+        # She reads the page she asks about (one she cannot read is explained as no page).
+        grant_issue(actor=SYSTEM, member=admin, category="pricing", permission="read")
         carol = self.context().new_page()
         carol.goto(f"{self.live_server_url}/admin/login/?next=/admin/")
         carol.get_by_label("Username").fill("carol")

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.db import connection
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, IDToken, RefreshToken, set_token_value
@@ -54,13 +55,17 @@ class TokenAdminScaleTests(BrainTestCase):
         assert response.status_code == 200, url
         return response.content.decode(), len(captured.captured_queries)
 
-    def test_the_token_admins_are_still_registered_and_read_mostly(self) -> None:
+    def test_the_token_admins_are_still_registered_and_read_only(self) -> None:
+        request = RequestFactory().get("/admin/")
+        request.user = self.charlie.user
         for model in (AccessToken, RefreshToken, IDToken):
             model_admin: Any = admin.site._registry[model]
-            assert not model_admin.has_add_permission(None), model
+            assert model_admin.has_view_permission(request), model
+            assert not model_admin.has_add_permission(request), model
+            assert not model_admin.has_change_permission(request), model
+            assert not model_admin.has_delete_permission(request), model
         for model in (AccessToken, RefreshToken):
             model_admin = admin.site._registry[model]
-            assert not model_admin.has_delete_permission(None), model
             assert "revoke_tokens" in model_admin.actions
 
     def test_no_list_filters_or_queries_per_client(self) -> None:
