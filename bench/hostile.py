@@ -20,7 +20,8 @@ twin. The pairs:
   headings (their ids once counted up from 1 for each repeat: 33 s);
 - the secret detector (``find``): 200 KB of single digits and separators, 8,000 unclosed
   private-key blocks, 40,000 IBAN-like starts, 20,000 URLs with credentials in them (a line
-  number counted from the top for each finding: 2.4 MB took 60 s); and a JSON body whose
+  number counted from the top for each finding: 2.4 MB took 60 s), "password:" then 100,000
+  blanks (quadratic: 20,000 took 18 s, in every memory capture and upload title); and a JSON body whose
   string never closes;
 - review and history diffs (``line_diff``): 50 line pairs of repeated words, 2,000 edited
   paragraphs with the blank line between them (20 s and 174 s while every equal pair was searched);
@@ -281,6 +282,11 @@ def main() -> None:
     urls = "https://u:p@h/" * 20_000  # 20,000 findings: line numbers counted from the top were quadratic
     urls_twin = wrapped(rng, len(urls))
     pair("detector, 20,000 credentialed URLs", len(urls), lambda: find(urls), lambda: find(urls_twin))
+    # A prose cue, then a run of blanks the value never follows: the cue's two whitespace arms
+    # split the run every way (20,000 spaces took 18 s; every memory, title and note is scanned).
+    blanks = "password:" + " " * 100_000 + '""'
+    blanks_twin = wrapped(rng, len(blanks))
+    pair("detector, a cue then 100,000 blanks", len(blanks), lambda: find(blanks), lambda: find(blanks_twin))
     quotes = '{"a": "' + '\\"' * 50_000 + "[" * 70
     flat = '{"a": "' + prose(rng, len(quotes) - 9) + '"}'
     pair("JSON, an unclosed string of escapes", len(quotes), lambda: parse_json(quotes), lambda: parse_json(flat))
