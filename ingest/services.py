@@ -41,6 +41,11 @@ LEASE = dt.timedelta(minutes=10)
 KIND_OF_TYPE = {"vtt": Source.Kind.INTERVIEW, "srt": Source.Kind.INTERVIEW, "html": Source.Kind.WEB}
 
 
+MAX_FILENAME = 255  # Document.filename; no file system holds a longer name
+MAX_KEY = 200  # Source.key
+MAX_TITLE = 300  # Source.title
+
+
 def document_ingest(
     *,
     actor: Member,
@@ -63,6 +68,12 @@ def document_ingest(
     ``PermissionDenied`` without ``suggest`` on ``captures/<key>`` and ``StorageFull`` when
     the media storage has no room; nothing is stored then (no row, no partial file).
     """
+    # Bounded before the secret detector reads them: a form may carry megabytes in a field.
+    if len(filename) > MAX_FILENAME:
+        raise ValidationError({"file": f"the file name is longer than {MAX_FILENAME} characters"})
+    if key is not None and len(key) > MAX_KEY:
+        raise ValidationError({"key": f"key is at most {MAX_KEY} characters"})
+    title = title[:MAX_TITLE] if title else title  # stored cut to its column, as it always was
     try:
         refuse_all([("filename", filename), ("title", title), ("key", key)])
     except (SecretRefused, NulRefused) as refusal:
@@ -90,7 +101,7 @@ def document_ingest(
     with transaction.atomic():
         source = source_create(
             actor=actor, key=capture_key, kind=KIND_OF_TYPE.get(detected, Source.Kind.DOCUMENT),
-            title=(title or filename or capture_key)[:300], text="", category=category, sensitivity=sensitivity,
+            title=(title or filename or capture_key)[:MAX_TITLE], text="", category=category, sensitivity=sensitivity,
             captured_at=timezone.now(),
         )  # fmt: skip
         # After the rows that check permissions, before the rest: a full disk (``StorageFull``)
@@ -98,7 +109,7 @@ def document_ingest(
         original_store(storage_name, data)
         document = Document.objects.create(
             source=source, sha256=digest, storage_name=storage_name, size=len(data), detected_type=detected,
-            filename=filename[:255], uploaded_by=actor,
+            filename=filename, uploaded_by=actor,
         )  # fmt: skip
         extraction = Extraction.objects.create(document=document, region=settings.BRAIN_PROCESSING_REGION)
         audit_record(actor=actor, action="ingest.upload", target_type="source", target=source.key,

@@ -337,7 +337,15 @@ class IngestTests(TestCase):
             pytest.raises(ValidationError, match="limit"),
         ):
             document_ingest(actor=self.alice, filename="big.txt", data=b"x" * 101, enqueue=False)
+        # Fields are bounded before the secret detector reads them (a form may carry megabytes).
+        with pytest.raises(ValidationError, match="file name is longer than 255"):
+            document_ingest(actor=self.alice, filename="n" * 300 + ".txt", data=b"notes", enqueue=False)
+        with pytest.raises(ValidationError, match="key is at most 200"):
+            document_ingest(actor=self.alice, filename="n.txt", data=b"notes", key="k" * 201, enqueue=False)
         assert Source.objects.count() == 0  # nothing half-written
+        titled = document_ingest(actor=self.alice, filename="n.txt", data=b"notes", enqueue=False,
+                                 title="Minutes " + " " * 50_000 + "password: hunter2-prod")  # fmt: skip
+        assert titled.document.source.title == "Minutes"  # stored as cut to its column, as before
 
         damaged = self.ingest("broken.pdf", b"%PDF-1.4\nthis is not really a pdf\n%%EOF")
         assert damaged.status == "failed"
