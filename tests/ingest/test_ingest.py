@@ -215,6 +215,23 @@ class IngestTests(TestCase):
         assert extraction.status == "failed"
         assert "too large or complex" in extraction.error
 
+    def test_a_file_of_many_tiny_sections_is_stored_in_a_bounded_number_of_chunks(self) -> None:
+        """An 84 KB glossary of 14,000 one-line sections made 14,000 chunks, each embedded and
+        held as a vector; their one INSERT passed PostgreSQL's 65,535 parameters and failed on
+        every retry (the row "running" until the attempts ran out)."""
+        from corpus.models import SourceChunk
+
+        glossary = "".join(f"# Entry {n}\nTerm {n}.\n" for n in range(3_000))  # fewer, to embed quickly
+        extraction = self.ingest("glossary.md", glossary.encode())
+        assert extraction.status == "done", extraction.error
+        chunks = list(SourceChunk.objects.filter(source=extraction.document.source).order_by("ordinal"))
+        assert len(chunks) <= 2 * len(glossary) // 1200 + 1
+        assert all(len(chunk.text) <= 1200 for chunk in chunks)
+        assert all(chunk.embedding is not None for chunk in chunks)
+        joined = "\n".join(chunk.text for chunk in chunks)
+        assert "Entry 0" in joined
+        assert "Term 2999." in joined  # nothing lost at the end
+
     def test_hostile_zips_and_dead_workers_end_as_failed_with_a_reason(self) -> None:
         """A zip entry named in bad UTF-8 was a 500 on every upload surface; a worker that died
         on every claim left the extraction "running" for ever; and the capture recorded the
