@@ -286,7 +286,8 @@ def _attach_chunks(revision: Revision, chunks: list[ChunkText]) -> ChunkStats:
     """Link ``chunks`` to ``revision`` in order, storing (and embedding) the new ones."""
     new, reused, embedded = store_chunks(chunks)
     RevisionChunk.objects.bulk_create(
-        [RevisionChunk(revision=revision, chunk_id=chunk.id, ordinal=index) for index, chunk in enumerate(chunks)]
+        [RevisionChunk(revision=revision, chunk_id=chunk.id, ordinal=index) for index, chunk in enumerate(chunks)],
+        batch_size=2000,  # one INSERT holds at most 65,535 parameters (a page of 22,000 sections)
     )
     return ChunkStats(total=len(chunks), new=new, reused=reused, embedded=embedded)
 
