@@ -532,6 +532,11 @@ BRAIN_INGEST_LIMITS: dict[str, int] = {
     "CPU_SECONDS": env_int("BRAIN_INGEST_CPU_SECONDS", 60, minimum=0),
 }
 
+# A page's size: every section is a chunk embedded when the page is written (in the request
+# that writes it), so a page of 5 MB of one-line sections held a worker for hours.
+BRAIN_PAGE_MAX_CHARS = env_int("BRAIN_PAGE_MAX_CHARS", 1_000_000, minimum=1000)
+BRAIN_PAGE_MAX_HEADINGS = env_int("BRAIN_PAGE_MAX_HEADINGS", 2000, minimum=10)
+
 # MCP calls per principal per one-minute window, by class.
 BRAIN_MCP_RATE_LIMITS: dict[str, int] = {
     "read": env_int("BRAIN_MCP_RATE_READ", 600, minimum=1),

@@ -181,6 +181,26 @@ def frontmatter_text(markdown: str) -> str:
     return str(written).strip("\n")
 
 
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)", re.MULTILINE)
+
+
+def _size_problem(markdown: str) -> Problem | None:
+    """Too long, or cut into too many sections: each section becomes a chunk, embedded when
+    the page is written (``BRAIN_PAGE_MAX_CHARS``, ``BRAIN_PAGE_MAX_HEADINGS``)."""
+    from django.conf import settings
+
+    most = int(settings.BRAIN_PAGE_MAX_CHARS)
+    if len(markdown) > most:
+        return Problem("body", f"the page is {len(markdown):,} characters; a page holds at most {most:,} "
+                               "(split it into several pages)")  # fmt: skip
+    headings = len(_HEADING_LINE.findall(markdown))
+    most = int(settings.BRAIN_PAGE_MAX_HEADINGS)
+    if headings > most:
+        return Problem("body", f"the page has {headings:,} headings; a page holds at most {most:,} "
+                               "(split it into several pages)")  # fmt: skip
+    return None
+
+
 def parse_page(path: str, markdown: str) -> PageDocument:
     """Parse and validate everything that needs no database. Raises ``PageInvalid``."""
     problems: list[Problem] = []
@@ -190,6 +210,9 @@ def parse_page(path: str, markdown: str) -> PageDocument:
         problems.append(Problem("path", f"{exc.message} (rule: {exc.rule})"))
     if "\x00" in markdown:
         raise PageInvalid([*problems, Problem("body", "content contains a NUL character")])
+    size_problem = _size_problem(markdown)
+    if size_problem is not None:  # before anything reads it further
+        raise PageInvalid([*problems, size_problem])
     try:
         post = frontmatter.loads(markdown, handler=_FrontmatterHandler())
     except (yaml.YAMLError, ValueError) as exc:

@@ -63,6 +63,23 @@ class RevisionCreateTests(BrainTestCase):
         with pytest.raises(PageInvalid, match="NUL"):
             revision_create(actor=self.alice, path="topics/pricing/x.md", markdown=page_markdown(body="# a\n\nb\x00c"))
 
+    def test_a_page_too_long_or_of_too_many_sections_is_refused_before_it_is_chunked(self) -> None:
+        """Each section is a chunk embedded as the page is written: 5 MB of one-line sections
+        (the request body allows it) held the writing request for hours."""
+        from django.test import override_settings
+
+        sections = "".join(f"## Step {n}\n\nDo {n}.\n\n" for n in range(31))
+        with override_settings(BRAIN_PAGE_MAX_HEADINGS=30), pytest.raises(PageInvalid, match="31 headings"):
+            revision_create(actor=self.alice, path="topics/pricing/x.md", markdown=page_markdown(body=sections))
+        with override_settings(BRAIN_PAGE_MAX_CHARS=2000), pytest.raises(PageInvalid, match="at most 2,000"):
+            revision_create(actor=self.alice, path="topics/pricing/x.md",
+                            markdown=page_markdown(body="# Long\n\n" + "word " * 500))  # fmt: skip
+        assert not Revision.objects.filter(path="topics/pricing/x.md").exists()
+        # At the limit it is written; a "#tag" or "#5" in text is no heading.
+        with override_settings(BRAIN_PAGE_MAX_HEADINGS=32):
+            body = sections + "#hashtag and #5 are words.\n"
+            revision_create(actor=self.alice, path="topics/pricing/x.md", markdown=page_markdown(body=body))
+
     def test_revisions_and_chunks_are_immutable_in_the_database(self) -> None:
         revision, _ = revision_create(actor=self.alice, path="topics/pricing/new.md", markdown=page_markdown())
         with pytest.raises(DatabaseError), transaction.atomic():
