@@ -227,11 +227,14 @@ def extraction_run(extraction_id: int) -> str:
 
 
 def _packed(pieces: list[str], max_chars: int = MAX_CHARS) -> list[str]:
-    """Consecutive pieces joined while they fit in ``max_chars`` together (a piece already
-    longer stays whole): however a file is cut into sections, its chunk count stays within
-    about twice its length over ``max_chars``. A glossary of 14,000 one-line sections (84 KB)
-    made 14,000 chunks — each embedded, each held as a vector — and its insert failed past
-    PostgreSQL's 65,535 parameters, on every retry; 300 KB of them grew a worker by 1.6 GB."""
+    """``pieces`` as they are, unless they are more than ``_chunk_budget`` of them: then
+    consecutive pieces joined while they fit in ``max_chars`` together (a piece already longer
+    stays whole), which keeps the count within about twice the text's length over
+    ``max_chars``. A glossary of 14,000 one-line sections (84 KB) made 14,000 chunks — each
+    embedded, each held as a vector — and its insert failed past PostgreSQL's 65,535
+    parameters, on every retry; 300 KB of them grew a worker by 1.6 GB."""
+    if len(pieces) <= _chunk_budget(sum(len(piece) for piece in pieces), max_chars):
+        return pieces
     packed: list[str] = []
     for piece in pieces:
         if packed and len(packed[-1]) + 2 + len(piece) <= max_chars:
@@ -239,6 +242,12 @@ def _packed(pieces: list[str], max_chars: int = MAX_CHARS) -> list[str]:
         else:
             packed.append(piece)
     return packed
+
+
+def _chunk_budget(characters: int, max_chars: int = MAX_CHARS) -> int:
+    """How many chunks a text of ``characters`` keeps as its own sections: twice its length
+    over a chunk's size, and a hundred more (a short note keeps its every section)."""
+    return 2 * characters // max_chars + 100
 
 
 def _chunks_and_vectors(text: str) -> tuple[list[str], embeddings.FloatMatrix | None, str]:
