@@ -21,7 +21,8 @@ twin. The pairs:
 - the secret detector (``find``): 200 KB of single digits and separators, 8,000 unclosed
   private-key blocks, 40,000 IBAN-like starts, 20,000 URLs with credentials in them (a line
   number counted from the top for each finding: 2.4 MB took 60 s), "password:" then 100,000
-  blanks (quadratic: 20,000 took 18 s, in every memory capture and upload title); and a JSON body whose
+  blanks (quadratic: 20,000 took 18 s, in every memory capture and upload title), 100,000
+  underscores (20,000 took 15 s); and a JSON body whose
   string never closes;
 - review and history diffs (``line_diff``): 50 line pairs of repeated words, 2,000 edited
   paragraphs with the blank line between them (20 s and 174 s while every equal pair was searched);
@@ -287,6 +288,11 @@ def main() -> None:
     blanks = "password:" + " " * 100_000 + '""'
     blanks_twin = wrapped(rng, len(blanks))
     pair("detector, a cue then 100,000 blanks", len(blanks), lambda: find(blanks), lambda: find(blanks_twin))
+    # A run of underscores: every underscore retried the closing-marker arm to the run's end.
+    underscores = "a" + "_" * 100_000 + "a"
+    underscores_twin = wrapped(rng, len(underscores))
+    pair("detector, 100,000 underscores", len(underscores), lambda: find(underscores),
+         lambda: find(underscores_twin))  # fmt: skip
     quotes = '{"a": "' + '\\"' * 50_000 + "[" * 70
     flat = '{"a": "' + prose(rng, len(quotes) - 9) + '"}'
     pair("JSON, an unclosed string of escapes", len(quotes), lambda: parse_json(quotes), lambda: parse_json(flat))
