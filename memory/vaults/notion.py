@@ -62,8 +62,10 @@ MAX_ROWS = 2_000
 NOTION_ZIP = ZipLimits(max_entries=50_000, max_bytes=MAX_TEXT_BYTES, max_entry_bytes=MAX_TEXT_BYTES)
 NOTION_PARTS = ZipLimits(max_entries=100, max_bytes=MAX_PART_BYTES, max_entry_bytes=MAX_PART_BYTES)
 
-_PAGE = re.compile(r"^(?P<title>.*?)\s*(?P<id>[0-9a-f]{32})\.md$")
-_TABLE = re.compile(r"^(?P<name>.*?)\s*(?P<id>[0-9a-f]{32})(?P<all>_all)?\.csv$")
+# The title ends at a non-space ("(?:.*?\S)?"): a lazy ".*?" and "\s*" both reading the
+# spaces before the id split a run of them every way (a 1,000-character name: 26 ms a look).
+_PAGE = re.compile(r"^(?P<title>(?:.*?\S)?)\s*(?P<id>[0-9a-f]{32})\.md$")
+_TABLE = re.compile(r"^(?P<name>(?:.*?\S)?)\s*(?P<id>[0-9a-f]{32})(?P<all>_all)?\.csv$")
 # Linear on any input: the heading's line is taken whole and stripped in code ("(.+?)\s*$" was
 # quadratic on a heading of many spaces), and a link's text stops at any bracket ("[" * 80000
 # took 9 s when it could run on to the end from every "[").
