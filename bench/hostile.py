@@ -24,6 +24,8 @@ twin. The pairs:
   blanks (quadratic: 20,000 took 18 s, in every memory capture and upload title), 100,000
   underscores (20,000 took 15 s); and a JSON body whose
   string never closes;
+- contradiction checks (``contradiction``): 4,000 years against 4,000 other years (every pair
+  compared: 46 s at 20,000 characters), 10,000 bare numbers (each scanned back for its word);
 - review and history diffs (``line_diff``): 50 line pairs of repeated words, 2,000 edited
   paragraphs with the blank line between them (20 s and 174 s while every equal pair was searched);
 - inbound mail (``parse_mail``): 40 attachment parts of 50 KB of folded parameters each (the
@@ -293,6 +295,17 @@ def main() -> None:
     underscores_twin = wrapped(rng, len(underscores))
     pair("detector, 100,000 underscores", len(underscores), lambda: find(underscores),
          lambda: find(underscores_twin))  # fmt: skip
+    from memory.contradictions import contradiction
+
+    # Contradiction checks read two memories of up to 20,000 characters each: every pair of
+    # dates was compared (46 s), and every bare number scanned back for its word (quadratic).
+    years = ("1990 " * 4000, "1991 " * 4000)
+    ones = "1 " * 10_000
+    sentences_twin = (prose(rng, 20_000), prose(rng, 20_000))
+    pair("contradiction, 4,000 years against 4,000", 40_000, lambda: contradiction(*years),
+         lambda: contradiction(*sentences_twin))  # fmt: skip
+    pair("contradiction, 10,000 bare numbers", 40_000, lambda: contradiction(ones, ones),
+         lambda: contradiction(*sentences_twin))  # fmt: skip
     quotes = '{"a": "' + '\\"' * 50_000 + "[" * 70
     flat = '{"a": "' + prose(rng, len(quotes) - 9) + '"}'
     pair("JSON, an unclosed string of escapes", len(quotes), lambda: parse_json(quotes), lambda: parse_json(flat))
