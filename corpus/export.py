@@ -350,6 +350,9 @@ class _Names:
     def __init__(self) -> None:
         self.files: set[str] = set()
         self.folders: set[str] = set()
+        # Where each moved-aside name's count goes on ("~N"): counted up from 2 for every
+        # repeat, thousands of keys differing only in case took seconds to minutes.
+        self.following: dict[str, int] = {}
 
     def claim(self, name: str) -> str:
         self.files.add(name.lower())
@@ -365,10 +368,13 @@ class _Names:
             while "/".join(folders[: index + 1]).lower() in self.files:
                 number += 1
                 folders[index] = f"{segment}~{number}"
-        name, number = "/".join([*folders, last + suffix]), 1
+        name = "/".join([*folders, last + suffix])
+        wanted = name.lower()
+        number = self.following.get(wanted, 1)
         while name.lower() in self.files or name.lower() in self.folders:
             number += 1
             name = "/".join([*folders, f"{last}~{number}{suffix}"])
+        self.following[wanted] = number
         return self.claim(name)
 
 
