@@ -32,6 +32,10 @@ WORD_DIFF_MIN_SIMILARITY = 0.4
 # most repeated elements are junk (they never start a match, only extend one; see _matcher).
 LINE_PAIR_BUDGET = 20_000
 WORD_PAIR_BUDGET = 4_000
+# Each longest-match search also walks its whole range of old lines, and lines reordered
+# (old 0 1 2 3 …, new 1 3 5 … 0 2 4 …) made it search about once per line: 16,000 such lines
+# took 36 s. Past this many lines walked, what is left unsearched shows as replaced lines.
+LINE_SEARCH_BUDGET = 2_000_000
 
 # A word or a punctuation mark with the whitespace before it: one token. Whitespace on its own
 # (one token in every two of prose) was the most repeated element of every line, so the pair
@@ -90,6 +94,34 @@ def _matcher(old: Sequence[str], new: Sequence[str], budget: int) -> difflib.Seq
     return difflib.SequenceMatcher(junk.__contains__ if junk else None, old, new, autojunk=False)
 
 
+def _match_within(matcher: difflib.SequenceMatcher[str], old: Sequence[str], new: Sequence[str], budget: int) -> None:
+    """Compute the matching blocks of ``matcher`` (of ``old`` against ``new``) as difflib does,
+    walking at most ``budget`` lines of ``old`` across its searches; a range left unsearched reads as replaced. Sets the
+    blocks difflib's opcodes then read (``matching_blocks``, its own cache)."""
+    queue, blocks = [(0, len(old), 0, len(new))], []
+    while queue:
+        old_low, old_high, new_low, new_high = queue.pop()
+        budget -= old_high - old_low
+        if budget < 0:
+            continue
+        i, j, size = matcher.find_longest_match(old_low, old_high, new_low, new_high)
+        if size:
+            blocks.append((i, j, size))
+            if old_low < i and new_low < j:
+                queue.append((old_low, i, new_low, j))
+            if i + size < old_high and j + size < new_high:
+                queue.append((i + size, old_high, j + size, new_high))
+    blocks.sort()
+    joined: list[tuple[int, int, int]] = []
+    for i, j, size in blocks:  # adjacent blocks as one, as difflib leaves them
+        if joined and joined[-1][0] + joined[-1][2] == i and joined[-1][1] + joined[-1][2] == j:
+            joined[-1] = (joined[-1][0], joined[-1][1], joined[-1][2] + size)
+        else:
+            joined.append((i, j, size))
+    joined.append((len(old), len(new), 0))
+    matcher.matching_blocks = [difflib.Match(*block) for block in joined]  # type: ignore[attr-defined]
+
+
 def _word_pair(old: str, new: str) -> tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]]:
     if len(old) > WORD_DIFF_MAX_LINE_CHARS or len(new) > WORD_DIFF_MAX_LINE_CHARS:
         return ((old, True),), ((new, True),)
@@ -124,6 +156,7 @@ def line_diff(old: list[str], new: list[str], *, context: int = CONTEXT_LINES) -
     """
     diff = Diff()
     matcher = _matcher(old, new, LINE_PAIR_BUDGET)
+    _match_within(matcher, old, new, LINE_SEARCH_BUDGET)
     previous_end = 0
     for group in matcher.get_grouped_opcodes(context):
         first_old = group[0][1]

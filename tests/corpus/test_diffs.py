@@ -68,3 +68,39 @@ def test_a_long_edited_line_is_matched_in_runs_and_marks_only_the_changed_words(
     assert changed == ["careful"]
     assert not any(flagged and re.match(r"\s", text) for text, flagged in (*old_segments, *new_segments))
     assert "".join(text for text, _ in new_segments) == edited
+
+
+def test_reordered_lines_walk_at_most_the_search_budget_and_read_as_difflib_reads_them() -> None:
+    """Each longest-match search walks its whole range of old lines: lines reordered (the odd
+    ones first, then the even ones) made difflib search once per line — 16,000 such lines cost
+    a review page 36 s. Past the budget the rest shows as replaced; within it, difflib's own."""
+    import difflib
+    import random
+
+    from corpus import diffs
+
+    walked: list[int] = []
+    real = difflib.SequenceMatcher.find_longest_match
+
+    def counted(self: difflib.SequenceMatcher[str], alo: int = 0, ahi: int | None = None, *rest: int) -> object:
+        walked.append((len(self.a) if ahi is None else ahi) - alo)
+        return real(self, alo, ahi, *rest)  # type: ignore[arg-type]
+
+    old = [f"line {number}" for number in range(16_000)]
+    new = old[1::2] + old[0::2]
+    original = difflib.SequenceMatcher.find_longest_match
+    difflib.SequenceMatcher.find_longest_match = counted  # type: ignore[method-assign,assignment]
+    try:
+        diff = line_diff(old, new)
+    finally:
+        difflib.SequenceMatcher.find_longest_match = original  # type: ignore[method-assign]
+    assert sum(walked) <= diffs.LINE_SEARCH_BUDGET + len(old)
+    assert diff.added == diff.removed  # every line is either kept or shown as moved
+    rng = random.Random(11)
+    for _ in range(500):
+        before = [rng.choice("abcdef") for _ in range(rng.randint(0, 40))]
+        after = [rng.choice("abcdef") for _ in range(rng.randint(0, 40))]
+        reference = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+        matcher = diffs._matcher(before, after, LINE_PAIR_BUDGET)
+        diffs._match_within(matcher, before, after, diffs.LINE_SEARCH_BUDGET)
+        assert matcher.get_opcodes() == reference
