@@ -245,6 +245,22 @@ def nearest(
     return [(memory, 1.0 - float(memory.distance)) for memory in candidates[:limit]]  # type: ignore[attr-defined]
 
 
+def _still_in_layer(neighbours: list[tuple[Memory, float]], layer: str) -> list[tuple[Memory, float]]:
+    """``neighbours`` still in ``layer``, each held (``FOR SHARE``, lowest id first) until the
+    capture commits: one forgotten meanwhile failed the capture's links at commit (a 500), one
+    un-shared meanwhile was linked from the other layer. A forget or a move of a held memory
+    waits for the capture, then removes its links as for any other."""
+    if not neighbours:
+        return neighbours
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memory_memory WHERE id = ANY(%s) AND workspace = %s ORDER BY id FOR SHARE",
+            [[memory.pk for memory, _ in neighbours], layer],
+        )
+        held = {row[0] for row in cursor.fetchall()}
+    return [(memory, similarity) for memory, similarity in neighbours if memory.pk in held]
+
+
 # --------------------------------------------------------------------------- capture
 
 
@@ -310,7 +326,7 @@ def memory_remember(
 
     outermost = not connection.in_atomic_block
     with transaction.atomic():
-        neighbours = nearest(actor, layer, vector) if vector is not None else []
+        neighbours = _still_in_layer(nearest(actor, layer, vector), layer) if vector is not None else []
         top = neighbours[0] if neighbours else None
         # "db-2" vs "db-3" reads alike (0.95) and says the opposite: a contradiction is no duplicate.
         disagrees = top is not None and top[1] >= DUPLICATE_FLAG and contradiction(top[0].content, text) is not None

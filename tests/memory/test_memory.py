@@ -528,3 +528,65 @@ class LinkRaceTests(TransactionTestCase):
             memory_link(actor=alice, from_id=source.pk, to_id=target_id)
         worker.join()
         assert not MemoryLink.objects.exists()
+
+
+class CaptureRaceTests(TransactionTestCase):
+    """A capture and a forget or un-share of the neighbour it links to, at once."""
+
+    TEXT = "The quarterly planning offsite is in Lisbon at the riverside hotel."
+    CLOSE = ("Our quarterly planning offsite happens in Lisbon this May; we booked the riverside hotel for the "
+             "whole team and the dinner.")  # fmt: skip
+
+    def capture_while(self, change: Any) -> Any:
+        """Bob captures next to Alice's shared memory; ``change`` (on another connection)
+        starts once his capture has found its neighbours, and is let finish after it."""
+        from unittest import mock
+
+        from django.db import connection
+
+        from memory import services
+
+        started: list[threading.Thread] = []
+        failures: list[BaseException] = []
+        real = services._auto_link
+
+        def work() -> None:
+            try:
+                change()
+            except BaseException as failure:  # reported by the test, on this thread
+                failures.append(failure)
+            finally:
+                connection.close()
+
+        def racing(actor: Any, memory: Memory, neighbours: Any) -> Any:
+            thread = threading.Thread(target=work)
+            thread.start()
+            thread.join(1.0)  # it waits on the capture's hold of the neighbour
+            started.append(thread)
+            return real(actor, memory, neighbours)
+
+        with mock.patch.object(services, "_auto_link", racing):
+            capture = memory_remember(actor=self.bob, content=self.CLOSE, workspace="company")
+        for thread in started:
+            thread.join(10)
+        assert not failures, failures
+        assert started, "the capture found no neighbour to race with"
+        return capture
+
+    def setUp(self) -> None:
+        self.alice = member_create(actor=SYSTEM, username="alice")
+        self.bob = member_create(actor=SYSTEM, username="bob")
+        self.neighbour = memory_remember(actor=self.alice, content=self.TEXT, workspace="company").memory
+
+    def test_a_neighbour_forgotten_meanwhile_is_forgotten_after_the_capture_commits(self) -> None:
+        """The forget committed between the capture's search and its commit: the link's
+        foreign key failed at commit, a 500, and the capture was lost."""
+        capture = self.capture_while(lambda: memory_forget(actor=self.alice, memory_id=self.neighbour.pk))
+        assert Memory.objects.filter(pk=capture.memory.pk).exists()
+        assert not Memory.objects.filter(pk=self.neighbour.pk).exists()
+        assert not MemoryLink.objects.exists()
+
+    def test_a_neighbour_unshared_meanwhile_keeps_no_link_from_the_shared_layer(self) -> None:
+        self.capture_while(lambda: memory_share(actor=self.alice, memory_id=self.neighbour.pk, workspace="personal"))
+        assert Memory.objects.get(pk=self.neighbour.pk).workspace == "personal"
+        assert not MemoryLink.objects.filter(to_memory_id=self.neighbour.pk).exists()
