@@ -19,7 +19,9 @@ sent, is retried by the next runs for two days.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -226,18 +228,38 @@ def insight_write(member: Member | None, week: Week) -> MemoryInsight | None:
     written = MemoryInsight.objects.filter(week_start=week.start.date())
     if (written.filter(member=member) if member else written.filter(member__isnull=True)).exists():
         return None
-    summary = summarise(member, week)
-    try:
-        with transaction.atomic():
-            return MemoryInsight.objects.create(
-                member=member,
-                week_start=week.start.date(),
-                summary=summary,
-                text=render(summary, week),
-                delivers=_wants_delivery(member),
-            )
-    except IntegrityError:
-        return None  # another run wrote it first
+    for _attempt in range(3):
+        summary = summarise(member, week)
+        try:
+            with transaction.atomic():
+                if not _quoted_still_in_layer(member, summary):
+                    continue  # one was forgotten or moved while the summary was read: read again
+                return MemoryInsight.objects.create(
+                    member=member,
+                    week_start=week.start.date(),
+                    summary=summary,
+                    text=render(summary, week),
+                    delivers=_wants_delivery(member),
+                )
+        except IntegrityError:
+            return None  # another run wrote it first
+    logger.warning("insight of week %s not written: its memories kept moving; the next run writes it", week.start)
+    return None
+
+
+_MEMORY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _quoted_still_in_layer(member: Member | None, summary: dict[str, Any]) -> bool:
+    """Whether every memory ``summary`` quotes is still in its layer, each then held until the
+    insight commits. A memory un-shared (or forgotten) after the summary read it was quoted
+    to every member: its move found no insight to drop, the insight not being written yet.
+    Now a move waits for the insight, and then drops it as it drops any that quotes it."""
+    quoted = sorted(set(_MEMORY_ID.findall(json.dumps(summary))))
+    if not quoted:
+        return True
+    held = _layer(member).filter(pk__in=quoted).order_by("pk").select_for_update().values_list("pk", flat=True)
+    return {str(pk) for pk in held} == set(quoted)
 
 
 def _send(insight: MemoryInsight, delivery: str) -> None:

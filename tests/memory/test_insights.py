@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 import pytest
 from django.core import mail
-from django.test import TestCase, override_settings
+from django.test import TestCase, TransactionTestCase, override_settings
 from django.utils import timezone
 
 from grants.principals import SYSTEM
@@ -229,3 +229,45 @@ class BrokenMail:
 
     def send_messages(self, messages: Any) -> int:
         raise ConnectionRefusedError("mail server down")
+
+
+class SharedInsightRaceTests(TransactionTestCase):
+    def test_a_memory_unshared_while_the_shared_insight_is_written_is_not_quoted_to_everyone(self) -> None:
+        """The un-share committed between the summary's read and the insight's commit: it found
+        no insight to drop, and the insight then quoted a personal memory to every member."""
+        from django.db import connection
+
+        from memory import insights
+        from memory.services import memory_remember, memory_share
+
+        alice = member_create(actor=SYSTEM, username="alice")
+        bob = member_create(actor=SYSTEM, username="bob")
+        team_memory_settings_save(actor=SYSTEM, default_workspace="personal", default_tags=[], shared_insights=True)
+        week = last_full_week()
+        memory = memory_remember(actor=alice, content="Zephyr project budget is frozen pending the audit.",
+                                 workspace="company", importance=5).memory  # fmt: skip
+        during = week.start + dt.timedelta(days=1)
+        Memory.objects.filter(pk=memory.pk).update(created_at=during, updated_at=during)
+        real = insights.summarise
+        moved: list[bool] = []
+
+        def unshare() -> None:
+            try:
+                memory_share(actor=alice, memory_id=memory.pk, workspace="personal")
+            finally:
+                connection.close()
+
+        def then_unshare(member: Any, of_week: Any) -> Any:
+            summary = real(member, of_week)
+            if not moved:  # the first read only: the un-share lands between read and commit
+                moved.append(True)
+                worker = threading.Thread(target=unshare)
+                worker.start()
+                worker.join(10)
+            return summary
+
+        with mock.patch.object(insights, "summarise", then_unshare):
+            insights.insight_write(None, week)
+        assert Memory.objects.get(pk=memory.pk).workspace == "personal"
+        shown = [insight.text for insight in insights.latest_for(bob)]
+        assert not any("Zephyr" in text for text in shown), shown
