@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 from typing import Any
 from unittest import mock
 
@@ -23,41 +24,49 @@ from memory.tokens import api_token_issue, api_token_revoke
 from tests.base import BrainTestCase
 
 
+def post_while_another_adds(create: Callable[[], object], url: str, data: dict[str, str]) -> Any:
+    """An administrator posts the admin form at ``url`` while another transaction has just run
+    ``create`` and not yet committed; the answer the second administrator gets."""
+    admin = member_create(actor=SYSTEM, username="adm", email="adm@example.com", role="admin")
+    holding, release = threading.Event(), threading.Event()
+    answers: list[Any] = []
+
+    def first_admin() -> None:
+        try:
+            with transaction.atomic():
+                create()
+                holding.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def second_admin() -> None:
+        try:
+            client = Client()
+            client.force_login(admin.user)
+            answers.append(client.post(url, data))
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=first_admin)
+    one.start()
+    assert holding.wait(10)
+    two = threading.Thread(target=second_admin)
+    two.start()
+    two.join(1.0)  # it waits for the first one's claim on the name
+    release.set()
+    one.join()
+    two.join()
+    return answers[0]
+
+
 class ConcurrentAddTests(TransactionTestCase):
     """Two administrators adding the same person at once: one member, one clear refusal."""
 
     def add_while_another_is_adding(self, first: dict[str, str], second: dict[str, str]) -> int:
-        admin = member_create(actor=SYSTEM, username="adm", email="adm@example.com", role="admin")
-        holding, release = threading.Event(), threading.Event()
-        status: list[int] = []
-
-        def first_admin() -> None:
-            try:
-                with transaction.atomic():
-                    member_create(actor=SYSTEM, **first)
-                    holding.set()
-                    release.wait(10)
-            finally:
-                connection.close()
-
-        def second_admin() -> None:
-            try:
-                client = Client()
-                client.force_login(admin.user)
-                status.append(client.post("/admin/grants/member/invite/", {**second, "role": "member"}).status_code)
-            finally:
-                connection.close()
-
-        one = threading.Thread(target=first_admin)
-        one.start()
-        assert holding.wait(10)
-        two = threading.Thread(target=second_admin)
-        two.start()
-        two.join(1.0)  # it waits for the first one's lock
-        release.set()
-        one.join()
-        two.join()
-        return status[0]
+        answer = post_while_another_adds(lambda: member_create(actor=SYSTEM, **first), "/admin/grants/member/invite/",
+                                         {**second, "role": "member"})  # fmt: skip
+        return int(answer.status_code)
 
     def test_the_same_name_at_once_is_a_form_error_not_a_server_error(self) -> None:
         status = self.add_while_another_is_adding(
@@ -78,41 +87,8 @@ class ConcurrentNamesTests(TransactionTestCase):
     """Two administrators adding a group or a service account of one name at once: the second
     is told beside the field (it was a 500 from the unique index)."""
 
-    def add_while_another_is_adding(self, create: Any, url: str, data: dict[str, str]) -> Any:
-        admin = member_create(actor=SYSTEM, username="adm", email="adm@example.com", role="admin")
-        holding, release = threading.Event(), threading.Event()
-        answers: list[Any] = []
-
-        def first_admin() -> None:
-            try:
-                with transaction.atomic():
-                    create()
-                    holding.set()
-                    release.wait(10)
-            finally:
-                connection.close()
-
-        def second_admin() -> None:
-            try:
-                client = Client()
-                client.force_login(admin.user)
-                answers.append(client.post(url, data))
-            finally:
-                connection.close()
-
-        one = threading.Thread(target=first_admin)
-        one.start()
-        assert holding.wait(10)
-        two = threading.Thread(target=second_admin)
-        two.start()
-        two.join(1.0)  # it waits for the first one's claim on the name
-        release.set()
-        one.join()
-        two.join()
-        return answers[0]
-
     def test_a_group_name_at_once(self) -> None:
-        answer = self.add_while_another_is_adding(
+        answer = post_while_another_adds(
             lambda: group_create(actor=SYSTEM, name="sales"), "/admin/grants/group/add/", {"name": "sales"}
         )
         assert answer.status_code == 200
@@ -120,7 +96,7 @@ class ConcurrentNamesTests(TransactionTestCase):
         assert Group.objects.filter(name="sales").count() == 1
 
     def test_a_service_account_name_at_once(self) -> None:
-        answer = self.add_while_another_is_adding(
+        answer = post_while_another_adds(
             lambda: service_account_create(actor=SYSTEM, name="bot"),
             "/admin/grants/serviceaccount/add/",
             {"name": "bot", "is_active": "on"},
