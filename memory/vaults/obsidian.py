@@ -332,9 +332,16 @@ class Resolver:
         self.by_path: dict[str, str] = {}
         self.by_name: dict[str, list[str]] = {}
         self.by_alias: dict[str, list[str]] = {}
-        # Every tail of a path after one of its "/" ("b/c" and "c" of "a/b/c"): a link naming
-        # part of a path is one lookup. Scanning every path for each such link was quadratic —
-        # a 62 KB vault of 400 notes, 2,400 links each, held a web thread for 90 s.
+        # The tails of paths after one of their "/" ("b/c" and "c" of "a/b/c") that some link
+        # names: such a link is one lookup. Scanning every path for each link was quadratic — a
+        # 62 KB vault of 400 notes, 2,400 links each, held a web thread for 90 s — and keeping
+        # every tail of every path held 332 MB for 1,000 notes of 1,000-character paths.
+        wanted = {
+            target
+            for note in notes
+            for name in [*note.wiki_targets, *(name for name, _ in note.typed_targets)]
+            if "/" in (target := _wanted(name))
+        }
         self.by_tail: dict[str, list[str]] = {}
         self.resolved: dict[str, str | None] = {}
         for note in notes:
@@ -342,7 +349,8 @@ class Resolver:
             self.by_path[lowered] = note.path
             self.by_name.setdefault(lowered.rsplit("/", 1)[-1], []).append(note.path)
             for slash in (index for index, char in enumerate(lowered) if char == "/"):
-                self.by_tail.setdefault(lowered[slash + 1 :], []).append(note.path)
+                if lowered[slash + 1 :] in wanted:
+                    self.by_tail.setdefault(lowered[slash + 1 :], []).append(note.path)
             for alias in note.aliases:
                 self.by_alias.setdefault(alias.lower(), []).append(note.path)
 
@@ -353,15 +361,20 @@ class Resolver:
         return self.resolved[name]
 
     def _resolve(self, name: str) -> str | None:
-        wanted = name.strip().removeprefix("/")
-        if wanted.lower().endswith(".md"):
-            wanted = wanted[:-3]
-        lowered = wanted.lower()
+        lowered = _wanted(name)
         if "/" in lowered:
             if lowered in self.by_path:
                 return self.by_path[lowered]
             return _shortest(self.by_tail.get(lowered, []))
         return _shortest(self.by_name.get(lowered, [])) or _shortest(self.by_alias.get(lowered, []))
+
+
+def _wanted(name: str) -> str:
+    """A link's target as the index keys it: lower case, no leading "/", no ".md"."""
+    wanted = name.strip().removeprefix("/")
+    if wanted.lower().endswith(".md"):
+        wanted = wanted[:-3]
+    return wanted.lower()
 
 
 def _shortest(paths: list[str]) -> str | None:

@@ -418,7 +418,11 @@ def test_a_link_naming_part_of_a_path_resolves_by_lookup_not_by_scanning_every_n
 
     notes = [Note(path=f"area{n}/projects/x/y.md", title="y", body="") for n in range(2000)]
     notes += [Note(path="x/y.md", title="y", body=""), Note(path="deep/er/x/y.md", title="y", body="")]
+    notes[0].wiki_targets = ["x/y", "projects/x/y", "er/x/Y.md", "nowhere/y", "y"]  # what the vault links to
     resolver = Resolver(notes)
+    # Only the tails a link names are kept (every tail of every path held 332 MB for 1,000
+    # notes of 1,000-character paths).
+    assert set(resolver.by_tail) == {"x/y", "projects/x/y", "er/x/y"}
     assert resolver.resolve("x/y") == "x/y.md"
     assert resolver.resolve("projects/x/y") == "area0/projects/x/y.md"
     assert resolver.resolve("er/x/Y.md") == "deep/er/x/y.md"
