@@ -13,6 +13,17 @@ from typing import Any
 from django.test import override_settings
 
 
+def respond(request: BaseHTTPRequestHandler, status: int, content_type: str, body: bytes, **headers: str) -> None:
+    """Answer ``request`` with ``body`` (its length declared) and any extra ``headers``."""
+    request.send_response(status)
+    request.send_header("Content-Type", content_type)
+    for name, value in headers.items():
+        request.send_header(name, value)
+    request.send_header("Content-Length", str(len(body)))
+    request.end_headers()
+    request.wfile.write(body)
+
+
 class FakeModel:
     """A real HTTP server speaking OpenAI chat completions, answering from a script."""
 
@@ -26,11 +37,7 @@ class FakeModel:
                 owner.requests.append(body)
                 message = script(body, len(owner.requests))
                 payload = json.dumps({"choices": [{"message": message}], "usage": {"total_tokens": 50}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                respond(self, 200, "application/json", payload)
 
             def log_message(self, *args: Any) -> None:
                 return

@@ -23,6 +23,8 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
+from tests.fakes import respond
+
 CLIENT_ID = "brain-test"
 CLIENT_SECRET = "test-client-secret-not-real"
 KEY_ID = "test-key-1"
@@ -113,12 +115,7 @@ class Provider:
                 """Quiet."""
 
             def _json(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                respond(self, status, "application/json", json.dumps(body).encode())
 
             def do_GET(self) -> None:
                 url = urlsplit(self.path)

@@ -22,6 +22,7 @@ from grants.services import grant_issue, member_create
 from memory.services import memory_remember
 from memory.tokens import api_token_issue
 from tests.base import publish
+from tests.fakes import respond
 
 BRAIN = str(Path(sys.executable).with_name("brain"))
 
@@ -296,12 +297,7 @@ class BrainCliTests(LiveServerTestCase):
         class Listener(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 heard.append(self.headers.get("Authorization", ""))
-                body = b"[1, 2]"
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                respond(self, 200, "application/json", b"[1, 2]")
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes import respond
+
 BRAIN = str(Path(sys.executable).with_name("brain"))
 
 MEMORY = {
@@ -61,12 +63,7 @@ def serve() -> Iterator[Callable[[Handler], str]]:
 
 def json_answer(body: Any, status: int = 200) -> Handler:
     def handle(request: BaseHTTPRequestHandler) -> None:
-        data = json.dumps(body).encode()
-        request.send_response(status)
-        request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(data)))
-        request.end_headers()
-        request.wfile.write(data)
+        respond(request, status, "application/json", json.dumps(body).encode())
 
     return handle
 
@@ -130,12 +127,7 @@ def test_a_json_object_that_is_not_brains_answer_is_exit_5_not_a_refusal(
 
 def zip_answer(data: bytes) -> Handler:
     def handle(request: BaseHTTPRequestHandler) -> None:
-        request.send_response(200)
-        request.send_header("Content-Type", "application/zip")
-        request.send_header("X-Brain-Export-Files", "3")
-        request.send_header("Content-Length", str(len(data)))
-        request.end_headers()
-        request.wfile.write(data)
+        respond(request, 200, "application/zip", data, **{"X-Brain-Export-Files": "3"})
 
     return handle
 
@@ -184,12 +176,7 @@ def test_an_upload_a_proxy_refuses_as_too_large_says_so(serve: Any, home: Path) 
     def handle(request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length", "0"))
         request.rfile.read(length)
-        body = b"<html><head><title>413 Request Entity Too Large</title></head></html>"
-        request.send_response(413)
-        request.send_header("Content-Type", "text/html")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+        respond(request, 413, "text/html", b"<html><head><title>413 Request Entity Too Large</title></head></html>")
 
     url = serve(handle)
     document = home / "big.md"

@@ -25,6 +25,7 @@ from memory.models import LinkType, Memory, MemoryInsight, MemoryLink, Provenanc
 from memory.preferences import memory_preferences_save, team_memory_settings_save
 from memory.recall import memory_recall
 from memory.services import apply_contradiction, memory_remember, memory_set_status
+from tests.fakes import respond
 
 KEY = "1:" + base64.b64encode(b"i" * 32).decode()
 
@@ -41,12 +42,7 @@ class FakeSlackApi:
                 raw = self.rfile.read(int(self.headers["Content-Length"])).decode()
                 body = json.loads(raw) if raw.startswith("{") else {k: v[0] for k, v in parse_qs(raw).items()}
                 owner.calls.append({"path": self.path, "auth": self.headers["Authorization"], **body})
-                payload = b'{"ok": true, "channel": "D1", "ts": "1.0"}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                respond(self, 200, "application/json", b'{"ok": true, "channel": "D1", "ts": "1.0"}')
 
             def log_message(self, *args: Any) -> None:
                 return
