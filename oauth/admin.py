@@ -84,6 +84,9 @@ admin.site.unregister(get_grant_model())
 
 
 class ReadOnlyTokens(OfferedToAdministrators):
+    list_filter = ()
+    list_select_related = ("application", "user")
+
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -92,34 +95,34 @@ class ReadOnlyTokens(OfferedToAdministrators):
         # cascade), unaudited, and left the refresh token bound to nothing.
         return False
 
+    def _revoke(self, request: HttpRequest, queryset: QuerySet[Any], *, kind: str) -> None:
+        """The chosen tokens of ``kind`` ("access" or "refresh") revoked through the service."""
+        ids = list(queryset.values_list("pk", flat=True))
+        chosen = {
+            "access_token_ids": ids if kind == "access" else [],
+            "refresh_token_ids": ids if kind == "refresh" else [],
+        }
+        revoked = tokens_revoke_selected(actor=admin_actor(request), **chosen)
+        self.message_user(request, f"Revoked {revoked} {kind} token(s).", messages.SUCCESS)  # type: ignore[attr-defined]
+
 
 class BrainAccessTokenAdmin(ReadOnlyTokens, AccessTokenAdmin):  # type: ignore[misc]
-    list_filter = ()
-    list_select_related = ("application", "user")
     raw_id_fields = ("user", "application", "source_refresh_token", "id_token")
 
     @admin.action(description="Revoke selected access tokens")
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        ids = list(queryset.values_list("pk", flat=True))
-        revoked = tokens_revoke_selected(actor=admin_actor(request), access_token_ids=ids, refresh_token_ids=[])
-        self.message_user(request, f"Revoked {revoked} access token(s).", messages.SUCCESS)
+        self._revoke(request, queryset, kind="access")
 
 
 class BrainRefreshTokenAdmin(ReadOnlyTokens, RefreshTokenAdmin):  # type: ignore[misc]
-    list_filter = ()
-    list_select_related = ("application", "user")
     raw_id_fields = ("user", "application", "access_token")
 
     @admin.action(description="Revoke selected refresh tokens")
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        ids = list(queryset.values_list("pk", flat=True))
-        revoked = tokens_revoke_selected(actor=admin_actor(request), access_token_ids=[], refresh_token_ids=ids)
-        self.message_user(request, f"Revoked {revoked} refresh token(s).", messages.SUCCESS)
+        self._revoke(request, queryset, kind="refresh")
 
 
 class BrainIDTokenAdmin(ReadOnlyTokens, IDTokenAdmin):  # type: ignore[misc]
-    list_filter = ()
-    list_select_related = ("application", "user")
     raw_id_fields = ("user", "application")
 
 
