@@ -181,7 +181,30 @@ def frontmatter_text(markdown: str) -> str:
     return str(written).strip("\n")
 
 
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)", re.MULTILINE)
+_HEADING_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+# A code fence opens with three or more backticks or tildes (up to three spaces in) and closes
+# with at least as many of the same character (CommonMark); "#" lines inside are code.
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def _heading_count(markdown: str) -> int:
+    """The ATX headings outside code fences, counted line by line in one pass: the chunker's
+    sections (``corpus.chunking`` reads with markdown-it, where a shell comment in a fenced
+    block is no heading), without parsing a page that may be too big to parse."""
+    count = 0
+    fence = ""  # the open fence's marker, "" outside code
+    for line in markdown.splitlines():
+        marker = _FENCE.match(line)
+        run = marker.group(1) if marker else ""
+        rest = line[marker.end() :] if marker else ""
+        if fence:
+            if run[:1] == fence[0] and len(run) >= len(fence) and not rest.strip():
+                fence = ""
+        elif run and not (run[0] == "`" and "`" in rest):  # a backtick fence's info has no backtick
+            fence = run
+        elif _HEADING_LINE.match(line):
+            count += 1
+    return count
 
 
 def _size_problem(markdown: str) -> Problem | None:
@@ -193,7 +216,7 @@ def _size_problem(markdown: str) -> Problem | None:
     if len(markdown) > most:
         return Problem("body", f"the page is {len(markdown):,} characters; a page holds at most {most:,} "
                                "(split it into several pages)")  # fmt: skip
-    headings = len(_HEADING_LINE.findall(markdown))
+    headings = _heading_count(markdown)
     most = int(settings.BRAIN_PAGE_MAX_HEADINGS)
     if headings > most:
         return Problem("body", f"the page has {headings:,} headings; a page holds at most {most:,} "

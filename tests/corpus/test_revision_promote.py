@@ -79,6 +79,10 @@ class RevisionCreateTests(BrainTestCase):
         with override_settings(BRAIN_PAGE_MAX_HEADINGS=32):
             body = sections + "#hashtag and #5 are words.\n"
             revision_create(actor=self.alice, path="topics/pricing/x.md", markdown=page_markdown(body=body))
+        # Comments in a fenced block are code, not sections (the chunker reads them so too).
+        with override_settings(BRAIN_PAGE_MAX_HEADINGS=2):
+            script = "# Setup\n\n```sh\n" + "# step\necho ok\n" * 40 + "```\n\n~~~~\n# more\n~~~~\n"
+            revision_create(actor=self.alice, path="topics/pricing/y.md", markdown=page_markdown(body=script))
 
     def test_revisions_and_chunks_are_immutable_in_the_database(self) -> None:
         revision, _ = revision_create(actor=self.alice, path="topics/pricing/new.md", markdown=page_markdown())
