@@ -348,6 +348,10 @@ def _ended(ended: services.Suspension) -> str:
         f"{ended.builds_cancelled} build(s) cancelled",
         f"{ended.builds_reassigned} build(s) reassigned",
     ]
+    if ended.issued_credentials:
+        parts.append(f"{ended.issued_credentials} question credential(s) they issued to others (issue new ones)")
+    if ended.invitations_sent_withdrawn:
+        parts.append(f"{ended.invitations_sent_withdrawn} invitation(s) they sent withdrawn")
     return ", ".join(parts)
 
 

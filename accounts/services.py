@@ -21,7 +21,11 @@ from django.utils import timezone
 
 from accounts.models import Invitation
 from accounts.sessions import end_all_sessions
-from answers.credentials import question_credentials_revoke_all
+from answers.credentials import (
+    question_credentials_issued_by,
+    question_credentials_revoke_all,
+    question_credentials_revoke_issued_by,
+)
 from brain import bearer
 from builds.services import builds_hand_over
 from corpus.models import Page
@@ -184,6 +188,8 @@ class Suspension:
     builds_cancelled: int = 0
     builds_reassigned: int = 0
     invitations_withdrawn: int = 0
+    invitations_sent_withdrawn: int = 0  # sent by them and not yet accepted
+    issued_credentials: int = 0  # question credentials they issued to others (they saw the secret)
     inbound_addresses: int = 0
 
     def as_metadata(self) -> dict[str, int]:
@@ -213,24 +219,39 @@ def _suspend_locked(*, actor: Principal, member: Member, reassign_to: Member | N
     withdrawn = Invitation.objects.filter(member=member, accepted_at__isnull=True, withdrawn_at__isnull=True).update(
         withdrawn_at=timezone.now()
     )
+    sent_withdrawn, issued = _withdraw_what_they_issued(member)
     return Suspension(
         sessions=end_all_sessions(user),
         oauth_tokens=tokens_revoke_all(member=member),
         personal_tokens=api_tokens_revoke_all(member=member),
         question_credentials=question_credentials_revoke_all(member=member),
+        issued_credentials=issued,
         builds_cancelled=cancelled,
         builds_reassigned=reassigned,
         invitations_withdrawn=withdrawn,
+        invitations_sent_withdrawn=sent_withdrawn,
         inbound_addresses=inbound_addresses_retire(member=member),
     )
+
+
+def _withdraw_what_they_issued(member: Member) -> tuple[int, int]:
+    """Withdraw the open invitations ``member`` sent and revoke the question credentials they
+    issued to others; returns both counts. What they set in motion goes with them: an
+    invitation they sent (an administrator's role included) would still make an account after
+    they are gone, and they saw each credential's raw value when they issued it."""
+    sent = Invitation.objects.filter(invited_by=member, accepted_at__isnull=True, withdrawn_at__isnull=True).update(
+        withdrawn_at=timezone.now()
+    )
+    return sent, question_credentials_revoke_issued_by(member)
 
 
 def member_suspend(*, actor: Principal, member: Member, reassign_to: Member | None = None) -> Suspension:
     """Suspend ``member``: every session and credential of theirs stops on the next request.
 
     Ends their sessions; revokes their OAuth tokens, personal tokens and question
-    credentials; cancels their open builds (or reassigns them to ``reassign_to``), which
-    revokes those builds' credentials; withdraws a pending invitation. Their grants,
+    credentials, and the question credentials they issued to others (they saw those secrets);
+    cancels their open builds (or reassigns them to ``reassign_to``), which revokes those
+    builds' credentials; withdraws a pending invitation to them and those they sent. Their grants,
     pages, memories and history stay, so ``member_reactivate`` restores access to content
     — but never the revoked credentials.
     """
@@ -322,9 +343,11 @@ def member_offboard(
         locked = _lock(member)
         if locked.offboarded_at is not None:
             raise ValidationError(f"{locked.username} has already been offboarded")
-        ended = Suspension()
         if locked.is_active or locked.user.is_active:
             ended = _suspend_locked(actor=actor, member=locked, reassign_to=reassign_to)
+        else:  # suspended before: what they issued may predate that suspension's rules
+            sent_withdrawn, issued = _withdraw_what_they_issued(locked)
+            ended = Suspension(invitations_sent_withdrawn=sent_withdrawn, issued_credentials=issued)
         sent_to = _send_personal_export(locked) if send_export else ""
         deleted = personal_layer_delete(member=locked)
         # A person who left keeps no Slack account bound to their row: it would still be
@@ -378,6 +401,13 @@ def describe(member: Member, *, viewer: Principal) -> dict[str, Any]:
     owned, owned_unseen = owned_page_paths(member, viewer=viewer)
     return {
         "personal_memories": personal_layer_count(member),
+        "issued_credentials": [
+            f"{credential.name} ({credential.prefix}…, held by {credential.member or credential.service_account})"
+            for credential in question_credentials_issued_by(member)
+        ],
+        "invitations_sent": Invitation.objects.filter(
+            invited_by=member, accepted_at__isnull=True, withdrawn_at__isnull=True, expires_at__gt=timezone.now()
+        ).count(),
         "owned_pages": owned,
         "owned_unseen": owned_unseen,
         "open_builds": Build.objects.filter(

@@ -95,6 +95,31 @@ def question_credential_resolve(raw: str) -> Caller | None:
     return Caller(principal=owner, kind=callers.QUESTION) if owner is not None else None
 
 
+def question_credentials_issued_by(member: Member) -> list[Any]:
+    """The live question credentials ``member`` issued to anyone: they saw each raw value once."""
+    from answers.models import QuestionCredential
+
+    return list(
+        QuestionCredential.objects.filter(issued_by=member, revoked_at__isnull=True)
+        .select_related("member", "service_account")
+        .order_by("created_at", "pk")
+    )
+
+
+def question_credentials_revoke_issued_by(member: Member) -> int:
+    """Revoke every live question credential ``member`` issued, whoever holds it; returns how many.
+
+    A leaving administrator saw the raw value of each credential they issued (to a bot, to a
+    colleague), so it goes with their access; the holder asks an administrator for a new one.
+    Runs inside the caller's transaction; the caller (``accounts.services``) audits.
+    """
+    from answers.models import QuestionCredential
+
+    return QuestionCredential.objects.filter(issued_by=member, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
 def question_credentials_revoke_all(
     *, member: Member | None = None, service_account: ServiceAccount | None = None
 ) -> int:

@@ -23,14 +23,14 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, RefreshToken, set_token_value
 
 from accounts.models import Invitation, SignedInSession
-from accounts.services import describe, member_offboard, member_reactivate, member_suspend
+from accounts.services import describe, member_invite, member_offboard, member_reactivate, member_suspend
 from accounts.views import SESSIONS_SHOWN
 from answers.credentials import question_credential_issue
 from builds.models import Build, BuildCredential
 from builds.services import build_credential_issue, build_open
 from grants.models import AuditEvent, Member
 from grants.principals import SYSTEM
-from grants.services import grant_issue, member_create
+from grants.services import grant_issue, member_create, service_account_create
 from memory.models import Memory, MemoryApiToken, MemoryPreference, Workspace
 from memory.services import memory_remember
 from memory.tokens import api_token_issue
@@ -167,6 +167,37 @@ class SuspensionTests(BrainTestCase):
         actions = list(AuditEvent.objects.filter(target="bob").values_list("action", flat=True))
         assert "member.suspend" in actions
         assert "member.reactivate" in actions
+
+    def test_what_a_suspended_administrator_issued_ends_with_them(self) -> None:
+        """An invitation they sent (an administrator's, say) would still make an account, and
+        they saw the raw value of each question credential they issued to a bot or a colleague."""
+        rogue = member_create(actor=SYSTEM, username="rogue", email="rogue@example.com", role="admin")
+        invitation = member_invite(actor=rogue, username="sock", email="sock@attacker.example", role="admin")
+        link = re.search(r"/invite/(inv_\S+)", str(mail.outbox[-1].body))
+        assert link
+        bot = service_account_create(actor=SYSTEM, name="docs-bot")
+        grant_issue(actor=SYSTEM, service_account=bot, path="topics/", permission="read")
+        _, for_bot = question_credential_issue(actor=rogue, name="bot key", service_account=bot)
+        _, for_alice = question_credential_issue(actor=rogue, name="alice's script", member=self.alice)
+        _, by_charlie = question_credential_issue(actor=self.charlie, name="kept", service_account=bot)
+        assert self.mcp(for_bot) == self.mcp(for_alice) == 200
+        state = describe(rogue, viewer=self.charlie)
+        assert state["invitations_sent"] == 1
+        assert [entry.split(" (")[0] for entry in state["issued_credentials"]] == ["bot key", "alice's script"]
+
+        ended = member_suspend(actor=self.charlie, member=rogue)
+        assert (ended.invitations_sent_withdrawn, ended.issued_credentials) == (1, 2)
+        assert self.mcp(for_bot) == self.mcp(for_alice) == 401
+        assert self.mcp(by_charlie) == 200  # another administrator's credential is not theirs to end
+        person = Client()
+        person.get(f"/invite/{link.group(1)}")
+        assert person.get("/invite/accept").status_code == 410
+        invitation.refresh_from_db()
+        assert invitation.withdrawn_at is not None
+        assert not Member.objects.get(user__username="sock").user.has_usable_password()
+        event = AuditEvent.objects.get(action="member.suspend", target="rogue")
+        assert event.metadata["issued_credentials"] == 2
+        assert event.metadata["invitations_sent_withdrawn"] == 1
 
     def test_an_administrator_cannot_suspend_themselves_or_the_last_owner(self) -> None:
         with pytest.raises(ValidationError, match="yourself"):
@@ -397,6 +428,18 @@ class AdminLifecycleTests(BrainTestCase):
         assert b"suspended" in self.admin.get(f"/admin/grants/member/{self.bob.pk}/change/").content
         assert self.admin.post(f"/admin/grants/member/{self.bob.pk}/reactivate/").status_code == 302
         assert Member.objects.get(pk=self.bob.pk).is_active
+
+    def test_the_suspend_page_names_the_credentials_they_issued_before_they_end(self) -> None:
+        rogue = member_create(actor=SYSTEM, username="rogue", email="rogue@example.com", role="admin")
+        bot = service_account_create(actor=SYSTEM, name="docs-bot")
+        question_credential_issue(actor=rogue, name="bot key", service_account=bot)
+        url = f"/admin/grants/member/{rogue.pk}/suspend/"
+        page = self.admin.get(url).content.decode()
+        assert "Question credentials they issued" in page
+        assert "bot key" in page
+        assert "held by docs-bot" in page
+        done = self.admin.post(url, {"builds": "cancel"}, follow=True).content.decode()
+        assert "1 question credential(s) they issued to others (issue new ones)" in done
 
     def test_offboard_from_the_admin_needs_the_confirmation(self) -> None:
         memory_remember(actor=self.bob, content="Private note.", workspace="personal")
