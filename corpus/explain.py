@@ -115,8 +115,9 @@ def explain_access(
     The page's category and sensitivity are read from the page row when one exists (live or
     retired); otherwise ``category``/``sensitivity`` describe a page that would be written there.
     With ``viewer`` (an administrator asking in the admin), a page ``viewer`` cannot read is
-    explained as no page at all: being an administrator confers no content access, and the
-    answer would otherwise tell a secret page's path, category and sensitivity from a guess.
+    answered as no page at all — for a page that would be written there, and worded as that:
+    being an administrator confers no content access, and the answer would otherwise tell a
+    secret page's path, category and sensitivity from a guess.
     """
     rows = Page.objects.filter(path=path)
     if viewer is not None:
@@ -133,9 +134,13 @@ def explain_access(
         page_exists=page is not None,
     )
     if page is None:
+        # To an administrator, a page they cannot read and no page read the same: both are
+        # answered for a page that would be written here, and said to be that, never as a fact
+        # about what is (or is not) at the path.
+        where = "no page you can read is at this path" if viewer is not None else "no page at this path"
         explanation.notes.append(
-            f"no page at this path: explained for a page with category {category or 'none'} and sensitivity "
-            f"{Sensitivity(level).label}"
+            f"{where}: this is the answer for a page written here with category {category or 'none'} and "
+            f"sensitivity {Sensitivity(level).label}"
         )
     if isinstance(subject, Member) and not (subject.is_active and subject.user.is_active):
         explanation.notes.append("the member is inactive: an inactive member holds no grants")

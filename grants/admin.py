@@ -150,11 +150,13 @@ class OfferedToAdministrators:
 
 class ExplainForm(forms.Form):
     path = forms.CharField(label="Page path", max_length=255, help_text="e.g. topics/pricing/discount-policy.md")
-    category = forms.CharField(required=False, max_length=64, help_text="Only when no page exists at the path yet.")
+    category = forms.CharField(
+        required=False, max_length=64, help_text="Only when no page you can read is at the path."
+    )
     sensitivity = forms.ChoiceField(
         required=False,
         choices=[("", "—"), ("ordinary", "ordinary"), ("restricted", "restricted"), ("secret", "secret")],
-        help_text="Only when no page exists at the path yet.",
+        help_text="Only when no page you can read is at the path.",
     )
 
     def clean_path(self) -> str:

@@ -322,8 +322,14 @@ class AdminExplainAccessTests(BrainTestCase):
         url = f"/admin/grants/member/{self.bob.pk}/explain/"
         secret = self.client.get(url, {"path": "board/merger-with-northwind.md"}).content.decode()
         missing = self.client.get(url, {"path": "board/merger-with-southwind.md"}).content.decode()
-        assert "no page exists there yet" in missing
-        assert "no page exists there yet" in secret
+        for body in (secret, missing):
+            # Said as what it is — the answer for a page written there — and never as a fact
+            # about the path ("no page exists there yet" was false for the secret page).
+            assert "no page exists" not in body
+            assert "No page you can read is at this path" in body
+            assert "Effective permission on such a page: none" in body
+        main = [body.split('id="content-main"')[1].replace("northwind", "southwind") for body in (secret, missing)]
+        assert main[0] == main[1]  # not-permitted reads as not-found
         assert "category board" not in secret
 
     def test_only_administrators_may_explain(self) -> None:
