@@ -608,14 +608,17 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
         new = Memory.objects.select_for_update().get(pk=new.pk)
         old = Memory.objects.select_for_update().get(pk=old.pk)
         protected = old.status == Status.CANONICAL or old.importance >= 4
-        merged = f"{old.content}\n\n[Update {timezone.now().date().isoformat()}]: {new.content}"
+        merged = _with_update(old.content, new.content)
         keep_both = (
             verdict == "keep_both"
             or protected
             # The new row is forgotten below: a memory that cannot hold both texts, a new one
             # weightier than the old, or the verdict's actor not allowed to change the old one
             # keeps both instead of losing any of it.
-            or (verdict == "merge" and (len(merged) > MAX_CONTENT or refused(merged)))
+            or (
+                verdict == "merge"
+                and (len(merged) > MAX_CONTENT or any(map(refused, _joinings(old.content, new.content))))
+            )
             or new.status == Status.CANONICAL
             or new.importance > old.importance
             or not may_change(actor, old)
@@ -652,17 +655,30 @@ def apply_duplicate_verdict(*, actor: Member, new: Memory, old: Memory, verdict:
 # --------------------------------------------------------------------------- edits
 
 
+def _with_update(content: str, addition: str) -> str:
+    """A memory with ``addition`` appended as a dated update (an append, a merge)."""
+    return f"{content}\n\n[Update {timezone.now().date().isoformat()}]: {addition}"
+
+
+def _joinings(content: str, addition: str) -> tuple[str, str]:
+    """The texts a secret check reads when ``addition`` joins ``content``: as stored, and
+    without the update's date marker, which would otherwise stand where a value is read
+    ("wifi password:" then "[Update …]: Xk9#mP2$vL7q")."""
+    return _with_update(content, addition), f"{content}\n{addition}"
+
+
 def memory_append(*, actor: Member, memory_id: Any, text: str) -> Memory:
     """Add ``\\n\\n[Update <date>]: text`` to a memory and re-index it."""
     addition = _clean_content(text, where="text")
     with transaction.atomic():
         memory = editable(actor, memory_id, change="append")
-        content = f"{memory.content}\n\n[Update {timezone.now().date().isoformat()}]: {addition}"
+        content = _with_update(memory.content, addition)
         if len(content) > MAX_CONTENT:
             raise MemoryInvalid(f"content may be at most {MAX_CONTENT} characters (with the update)")
         # The joined text, not only the addition: "wifi password:" then "Xk9#mP2$vL7q" is a
         # secret neither half is (the capture of the whole is refused).
-        refuse(content, field="text")
+        for joined in _joinings(memory.content, addition):
+            refuse(joined, field="text")
         memory.content = content
         _reembed(memory)
         memory.save()

@@ -121,6 +121,11 @@ def password(rng: random.Random) -> str:
         lambda: f"{rng.choice(words).capitalize()}{rng.randint(1990, 2030)}{rng.choice('!#$%&*')}",
         lambda: rand(rng, ALNUM + "!#%&*+-=?@^_", rng.randint(12, 24)),
         lambda: f"{rng.choice(words)}-{rng.choice(words)}-{rng.choice(words)}-{rng.randint(10, 99)}",
+        # Shapes an identifier rule once let through: a word with digits, dotted ones.
+        lambda: f"{rng.choice(words)}{rng.randint(10, 999)}",
+        lambda: f"{rng.choice(words)}{rng.randint(2, 9)}.{rng.choice(['prod', 'stage', 'ops', 'db'])}",
+        lambda: f"{rng.choice(words).capitalize()}{rng.randint(1990, 2030)}.{rng.choice(words).capitalize()}",
+        lambda: rand(rng, string.ascii_uppercase, 4) + rand(rng, string.digits, 1) + rand(rng, UPPER_DIGITS, 3),
     ]
     return rng.choice(shapes)()
 
@@ -412,6 +417,8 @@ def ordinary(rng: random.Random) -> list[dict[str, object]]:
                 "auth_token: str = Field(min_length=32)",
                 "password=None, token=None",
                 "access_token = response.json()['access_token']",
+                "The password is config.password unless DB_PASSWORD is set.",
+                "password = settings.DATABASES['default']['PASSWORD']",
                 "api_key: YOUR_API_KEY",
             ]
         ),

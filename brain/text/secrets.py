@@ -238,7 +238,8 @@ _PROSE = re.compile(
 )
 
 _PLACEHOLDERS = {
-    "password", "passwd", "changeme", "change-me", "redacted", "placeholder", "secret", "example", "xxxxxx",
+    "password", "passwd", "pass", "pwd", "pw", "changeme", "change-me", "redacted", "placeholder", "secret",
+    "example", "xxxxxx",
     "none", "null", "true", "false", "required", "optional", "string", "hidden", "masked", "undefined", "empty",
     "your-password", "your_password", "yourpassword", "mypassword", "notasecret", "dummy", "sample", "test",
     "testing", "default",
@@ -246,7 +247,25 @@ _PLACEHOLDERS = {
 _CODE_REFERENCE = re.compile(
     r"(?:[A-Za-z_][A-Za-z0-9_]*)(?:(?:\.|->|::)[A-Za-z_][A-Za-z0-9_]*)+[.(\[]?|[A-Z][A-Z0-9_]*|[a-z_][a-z0-9_]*"
 )
-_ENGLISH_TAIL = re.compile(r"[.,;:)\]]$")
+_ENGLISH_TAIL = re.compile(r"[.,;:)\]]+$")  # "… is generated)." ends a clause, not a value
+# A file's path (``Source code: Lib/crypt.py`` under a heading about passwords).
+_FILE_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)+\.[a-z]{1,5}")
+
+
+def _code_reference(value: str) -> bool:
+    """An identifier or attribute path where a value would be: ``english_ispell``,
+    ``settings.DB_PASSWORD``, ``config.password``, ``os.environ[``.
+
+    What code marks as code — an underscore, a call or subscript, ``->``/``::``, or a dotted
+    path of words — and no more: a lower-case word with digits (``hunter22``, ``tr0ub4dor``),
+    a capital run with digits (``XK7QP2MZ``) or a dotted value with digits
+    (``Summer2026.Guest``, ``hunter2.prod``) is how passwords are written.
+    """
+    if not _CODE_REFERENCE.fullmatch(value):
+        return False
+    if "_" in value or value.endswith(("(", "[")) or "->" in value or "::" in value:
+        return True
+    return "." in value.rstrip(".") and not any(c.isdigit() for c in value)
 
 
 def _classes(value: str) -> int:
@@ -263,7 +282,9 @@ _PLACEHOLDER_SHAPES = re.compile(
 )
 
 
-_CODE_SHAPE = re.compile(r"\(.*\)|\[.*\]|\(\)|\[[\"']|^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.")
+# A call, a subscript, or an attribute path of words (``request.user.password``); a dotted
+# run with digits in it (``Zq7.Wv3.Rt9``) is a value (see ``_code_reference``).
+_CODE_SHAPE = re.compile(r"\(.*\)|\[.*\]|\(\)|\[[\"']|^[A-Za-z_]+\.[A-Za-z_]+\.")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -280,12 +301,22 @@ def _is_placeholder(value: str) -> bool:
     )
 
 
+def _closes_or_opens_code(value: str, quoted: bool) -> bool:
+    """A "value" that is the code or prose around a prompt: a quote that closed a string
+    (``prompt="Password: "):``) or a bracket opening the next thing (``Password: [several``)."""
+    return value[:1] in (")", "]", "}") or (not quoted and value[:1] in ("(", "[", "{"))
+
+
 def _configured_secret(value: str, quoted: bool) -> bool:
     """Is this the value of a password-like setting (not a reference, a type or a placeholder)?"""
+    if _is_placeholder(value):  # before a closing bracket is stripped: ``passwd = input(prompt)``
+        return False
+    if _closes_or_opens_code(value, quoted):
+        return False
     value = value.rstrip(".,;)") if not quoted else value
     if len(value) < 6 or _is_placeholder(value):
         return False
-    if not quoted and _CODE_REFERENCE.fullmatch(value):
+    if not quoted and _code_reference(value):
         return False
     if value.isdigit():
         return True  # PINs and numeric passwords
@@ -294,8 +325,10 @@ def _configured_secret(value: str, quoted: bool) -> bool:
     return _classes(value) >= 2 and any(not c.isalpha() for c in value)
 
 
-def _prose_secret(value: str) -> bool:
+def _prose_secret(value: str, quoted: bool = False) -> bool:
     """A value written after "the password is": a token a word list would not hold."""
+    if _closes_or_opens_code(value, quoted):
+        return False
     value = _ENGLISH_TAIL.sub("", value)
     if len(value) < 6 or _is_placeholder(value):
         return False
@@ -304,8 +337,8 @@ def _prose_secret(value: str) -> bool:
     if value.isalpha():
         # A word ("rotated", "stored") unless its case is random: "vriivmrcmOXJMZWg".
         return len(value) >= 8 and any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
-    if _CODE_REFERENCE.fullmatch(value):
-        return False  # an identifier: "english_ispell"
+    if _code_reference(value) or _FILE_PATH.fullmatch(value):
+        return False  # an identifier ("english_ispell") or a file ("Lib/crypt.py")
     if re.fullmatch(r"\d+(?:[.,]\d+)?(?:%|[a-z]{1,5})?", value, re.IGNORECASE):
         return False  # a quantity: 12chars, 90days, 3.5
     return _classes(value) >= 2 and any(c.isalpha() for c in value)
@@ -425,7 +458,7 @@ def _settings(text: str) -> Iterator[tuple[str, str, int, int]]:
             if _configured_secret(match.group("value"), bool(match.group("quote"))):
                 yield CREDENTIAL, "password or secret setting", *match.span("value")
     for match in _PROSE.finditer(text):
-        if _prose_secret(match.group("value")):
+        if _prose_secret(match.group("value"), bool(match.group("quote"))):
             value_start = match.start("value")
             yield CREDENTIAL, "password in prose", value_start, value_start + len(_ENGLISH_TAIL.sub("", match["value"]))
 

@@ -61,6 +61,13 @@ PLANTED: list[tuple[str, str, str]] = [
     (BANK_IDENTIFIER, "iban {v}", "GB82WEST12345698765432"),
     (BANK_IDENTIFIER, "account {v}", "FR14 2004 1010 0505 0001 3M02 606"),
     (BANK_IDENTIFIER, "NL {v}", "NL91ABNA0417164300"),
+    # Passwords an identifier rule read as code: dotted with digits, a word with digits, capitals with digits.
+    (CREDENTIAL, "the wifi password is {v}", "Summer2026" + ".Guest"),
+    (CREDENTIAL, "our admin password is {v}", "hunter2" + ".prod"),
+    (CREDENTIAL, "the root password is {v}.", "Zq7.Wv3" + ".Rt9"),
+    (CREDENTIAL, "the password is {v}", "hunter" + "22"),
+    (CREDENTIAL, "the door password is {v}", "XK7Q" + "P2MZ"),
+    (CREDENTIAL, "password: {v}", "tr0ub" + "4dor"),
 ]
 
 ORDINARY = [
@@ -83,6 +90,17 @@ ORDINARY = [
     "Set PASSWORD=<your password> in .env",
     "token: ${GITHUB_TOKEN}",
     "api_key = os.environ['API_KEY']",
+    "The password is settings.DB_PASSWORD in production.",
+    "The password is config.password unless it is empty.",
+    "password = request.user.password",
+    "The password is english_ispell's job? No: it is a dictionary.",
+    # Real manual text (Python 3.11, Git 2.39) the detector once flagged.
+    "# crypt — Function to check Unix passwords\n\nSource code: Lib/crypt.py\n\nDeprecated since 3.11.",
+    "    try:\n        passwd = input(prompt)\n    finally:\n        termios.tcsetattr(fd, termios.TCSADRAIN, old)",
+    'def getpass(prompt="Password: "):\n    import termios, sys',
+    "A logical line that contains only spaces is ignored (i.e., no NEWLINE token is generated).",
+    "Username: <type your username>\nPassword: <type your password>\n\n[several days later]",
+    "HTTP Basic Authentication: http://user:pass@host:port/path",
     "secret: changeme",
     "The secret to good onboarding is a checklist.",
     "Reset your password at the sign-in page.",
