@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularAPIView
 
 from api import lists, views
+from api.docs import DocsView
 
 app_name = "api"
+
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", DocsView.as_view(url_name="api:schema"), name="docs"),
     path("pages", lists.Pages.as_view(), name="pages"),
     path("pages/<path:path>/relationships", views.PageRelationships.as_view(), name="page-relationships"),
     path("pages/<path:path>/history", views.PageHistory.as_view(), name="page-history"),

@@ -136,6 +136,23 @@ class HostileRoutesTests(BrainTestCase):
                     assert response.status_code == 400, (url, response.status_code)
         assert self.errors.records == []
 
+    def test_every_route_answers_every_method_without_a_500(self) -> None:
+        """OPTIONS on the API docs page was a 500 for anyone (its view renders only HTML
+        templates; DRF's metadata answer has none): each route, each method, signed in and not."""
+        routes = [route for route, _ in every_route() if not route.startswith("admin/")]
+        for signed_in in (True, False):
+            if not signed_in:
+                self.client.logout()
+            for route in routes:
+                url = concrete(route, "topics/a.md" if "<path:" in route else "x")
+                for method in ("get", "head", "options", "post", "put", "patch", "delete", "trace"):
+                    with self.subTest(url=url, method=method, signed_in=signed_in):
+                        response = self.client.generic(method.upper(), url)
+                        # Slack commands answer 503 while Slack is not configured (docs/slack.md).
+                        unconfigured = route == "integrations/slack/commands" and response.status_code == 503
+                        assert response.status_code < 500 or unconfigured, (method, url, response.status_code)
+        assert [record for record in self.errors.records if "/integrations/slack/" not in record.getMessage()] == []
+
     def test_form_posts_with_control_characters_are_refused(self) -> None:
         from urllib.parse import urlencode
 
