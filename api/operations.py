@@ -22,8 +22,7 @@ from rest_framework.views import APIView
 
 from api.auth import BearerAuthentication, RateWindowThrottle, SessionCallerAuthentication, SurfacePermission
 from brain.callers import Caller
-from brain.errors import error_body
-from brain.text.secrets import redact
+from brain.errors import argument_problems, error_body, unknown_name
 from mcp_api.tools import CATALOGUE, Tool
 
 TOOLS = {tool.name: tool for tool in CATALOGUE}
@@ -64,10 +63,7 @@ def query_arguments(request: Request, model: type[BaseModel]) -> tuple[dict[str,
 def invalid_arguments(invalid: ArgsInvalid) -> Response:
     # Field names are the client's keys (an unknown one is named in the refusal): redacted like
     # the message, since a key may be a pasted credential.
-    problems = [
-        {"field": redact(".".join(str(part) for part in item["loc"]) or "body"), "message": redact(item["msg"])}
-        for item in invalid.errors()
-    ]
+    problems = [{"field": where, "message": what} for where, what in argument_problems(invalid, whole="body")]
     summary = "; ".join(f"{problem['field']}: {problem['message']}" for problem in problems)
     return Response({**error_body("invalid", f"Invalid arguments: {summary}"), "fields": problems}, status=400)
 
@@ -129,7 +125,7 @@ def run_operation(request: Request, operation: Operation, kwargs: dict[str, Any]
     if request.method in ("GET", "HEAD", "DELETE"):
         data, unknown = query_arguments(request, tool.input_model)
         if unknown:
-            message = f"Unknown query parameter(s): {', '.join(name[:64] for name in unknown[:10])}."
+            message = f"Unknown query parameter(s): {', '.join(unknown_name(name) for name in unknown[:10])}."
             return Response(error_body("invalid", message), status=400)
     else:
         body = request.data

@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from api.auth import BearerAuthentication, RateWindowThrottle, SessionCallerAuthentication, SurfacePermission
 from api.operations import Operation, ToolView, invalid_arguments
 from brain.callers import BUILD, Caller
-from brain.errors import error_body
+from brain.errors import error_body, unknown_name
 from builds.models import Build
 from builds.services import build_credential_issue, build_open
 from grants.models import Member
@@ -83,7 +83,7 @@ class PlainView(APIView):
             # "format" is DRF's own (?format=json picks a renderer).
             unknown = sorted(set(request.query_params) - self.known_query_parameters() - {"format"})
             if unknown:
-                named = ", ".join(name[:64] for name in unknown[:10])
+                named = ", ".join(unknown_name(name) for name in unknown[:10])
                 raise ParseError(f"Unknown query parameter(s): {named}.", code="invalid")
 
     def member(self, request: Request) -> Member:

@@ -7,6 +7,7 @@ plain template. Neither ever carries a stack, SQL, a file path or an internal id
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from typing import Any
 
@@ -14,6 +15,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from pydantic import ValidationError as ArgsInvalid
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -27,6 +29,45 @@ logger = logging.getLogger(__name__)
 
 # Paths whose clients are programs: they always get JSON errors.
 JSON_PREFIXES = ("/api/", "/healthz", "/oauth/", "/.well-known/", "/prompt-capsules/")
+
+
+MAX_NAME_SHOWN = 100  # characters of a caller's name for something echoed in an error
+MAX_PROBLEMS_SHOWN = 10  # wrong arguments listed in one error
+# What a mistyped argument or parameter name looks like (ours are lower_snake_case).
+_ARGUMENT_NAME = re.compile(r"[a-z_][a-z0-9_]{0,31}")
+
+
+def shown(name: object) -> str:
+    """A caller's name for something, echoed short and redacted: redacted *before* it is cut,
+    or a key straddling the cut was half shown where the detector no longer knew it (a
+    megabyte of name was once echoed whole)."""
+    text = redact(str(name)[: MAX_NAME_SHOWN * 40])
+    return text if len(text) <= MAX_NAME_SHOWN else f"{text[:MAX_NAME_SHOWN]}…"
+
+
+def unknown_name(name: object) -> str:
+    """A name the caller sent that we do not know (an argument, a query parameter): echoed
+    when it reads as a mistyped name of ours, otherwise not at all — a key glued to a word
+    ("keyAKIA…") is no shape the secret detector reads, and need not come back to be useful."""
+    text = str(name)
+    return text if _ARGUMENT_NAME.fullmatch(text) else "(a name that is not one of ours)"
+
+
+def argument_problems(invalid: ArgsInvalid, *, whole: str = "arguments") -> list[tuple[str, str]]:
+    """Each wrong argument of a pydantic refusal as (where, what), for an error message.
+
+    Unknown names pass ``unknown_name``, every other part of a location ``shown``; at most
+    ``MAX_PROBLEMS_SHOWN`` are listed (20,000 unknown names were each listed back)."""
+    problems: list[tuple[str, str]] = []
+    items = invalid.errors()
+    for item in items[:MAX_PROBLEMS_SHOWN]:
+        parts = [shown(part) for part in item["loc"]]
+        if item["type"] == "extra_forbidden" and parts:
+            parts[-1] = unknown_name(item["loc"][-1])
+        problems.append((".".join(parts) or whole, redact(item["msg"])))
+    if len(items) > MAX_PROBLEMS_SHOWN:
+        problems.append((whole, f"and {len(items) - MAX_PROBLEMS_SHOWN} more problems"))
+    return problems
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pydantic import ValidationError as ArgsInvalid
 import brain
 from brain import ratelimit
 from brain.domain import problem_for
+from brain.errors import argument_problems, shown
 from brain.inputs import InputRefused, refuse_unstorable
 from brain.request_context import get_request_id
 from brain.text.secrets import redact
@@ -36,9 +37,6 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-
-
-MAX_NAME_SHOWN = 100  # characters of an unknown tool's name echoed in the error
 
 
 def error(message_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -123,13 +121,7 @@ def dispatch(message: Any, caller: Caller, version: str) -> dict[str, Any] | Non
         return _tools_list(message_id, params, caller)
     if method == "tools/call":
         return _tools_call(message_id, params, caller)
-    return error(message_id, METHOD_NOT_FOUND, f"Method not found: {_shown(method)}")
-
-
-def _shown(name: object) -> str:
-    """A caller's name for something, echoed short (a megabyte of it was sent back whole)."""
-    text = str(name)
-    return text if len(text) <= MAX_NAME_SHOWN else f"{text[:MAX_NAME_SHOWN]}…"
+    return error(message_id, METHOD_NOT_FOUND, f"Method not found: {shown(method)}")
 
 
 def _tools_list(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -173,7 +165,7 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
         # calls count in the read window too, and the name is echoed short: a megabyte of name
         # was sent back whole, through the secret detector, as often as the caller liked.
         ratelimit.hit(principal_key=caller.rate_key, rate_class="read")
-        return error(message_id, INVALID_PARAMS, f"Unknown tool: {_shown(name)}")
+        return error(message_id, INVALID_PARAMS, f"Unknown tool: {shown(name)}")
     ratelimit.hit(principal_key=caller.rate_key, rate_class=tool.rate_class)  # raises RateLimited → 429
     # Left out (or null): no arguments. Anything else must be an object: `false`, 0 or "" were
     # taken as {} — a client's bug answered as if it had asked for the defaults.
@@ -183,9 +175,7 @@ def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict
     try:
         args = tool_arguments(tool, arguments)
     except ArgsInvalid as invalid:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in item['loc']) or 'arguments'}: {item['msg']}" for item in invalid.errors()
-        )
+        problems = "; ".join(f"{where}: {what}" for where, what in argument_problems(invalid))
         return _tool_error(message_id, f"Invalid arguments: {problems}")
     try:
         output = tool.handler(caller, args)
