@@ -470,7 +470,9 @@ _Scanner = Callable[[str], Iterator[tuple[str, str, int, int]]]
 _PLAIN_SCANNERS: tuple[_Scanner, ...] = (_shaped_tokens, _private_keys, _url_credentials, _settings, _cards, _ibans)
 _FLOWING_SCANNERS: tuple[_Scanner, ...] = (_shaped_tokens, _url_credentials, _settings, _cards, _ibans)
 _GLUED_SCANNERS: tuple[_Scanner, ...] = (_shaped_tokens, _url_credentials, _settings)
-_NEXT_SETTING = re.compile(r"[=:]|^\s*(?:[-*+]\s|[>#|])")
+# A new line that reads as its own statement: a setting, a list item, a quote, a heading, a
+# table row, or a rule or fence line ("sensitivity: secret" then a frontmatter's closing "---").
+_NEXT_SETTING = re.compile(r"[=:]|^\s*(?:[-*+]\s|[>#|]|(?:-{3,}|\*{3,}|_{3,}|={3,}|`{3,}|~{3,})\s*$)")
 
 
 def _readings(text: str, *, url: bool) -> Iterable[tuple[Reading, tuple[_Scanner, ...], bool]]:

@@ -94,6 +94,8 @@ ORDINARY = [
     "The password is config.password unless it is empty.",
     "password = request.user.password",
     "The password is english_ispell's job? No: it is a dictionary.",
+    # A secret page's own frontmatter: "secret" and the closing fence were read as one value.
+    "---\ntitle: Secret plan\nsensitivity: secret\n---\n\n# Plan\n",
     # Real manual text (Python 3.11, Git 2.39) the detector once flagged.
     "# crypt — Function to check Unix passwords\n\nSource code: Lib/crypt.py\n\nDeprecated since 3.11.",
     "    try:\n        passwd = input(prompt)\n    finally:\n        termios.tcsetattr(fd, termios.TCSADRAIN, old)",
