@@ -15,6 +15,7 @@ from django.contrib.admin.utils import unquote
 from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm
 from django.contrib.auth.forms import UserChangeForm as DjangoUserChangeForm
 from django.contrib.auth.models import Group as DjangoGroup
 from django.contrib.auth.models import User
@@ -29,6 +30,7 @@ from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
+from brain.forms import refuse_typed_secrets
 from brain.text.paths import PathError, validate_page_path
 from corpus.explain import explain_access
 from grants import services
@@ -171,7 +173,17 @@ SLACK_LINKED_BY_THE_PERSON = (
 )
 
 
-class MemberForm(forms.ModelForm):
+class NoSecretInTheLogin(forms.ModelForm):
+    """A login's username and email are shown in every list, audit view and log: a key pasted
+    into either is refused beside the field (``member_create`` refuses it again)."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        refuse_typed_secrets(self, [field for field in ("username", "email") if field in self.fields])
+        return cleaned
+
+
+class MemberForm(NoSecretInTheLogin):
     """Add or change a member; on add, the login is validated here so a bad submit is a form error.
 
     The service (``member_create``) checks the same rules again inside its transaction; the form
@@ -794,7 +806,11 @@ def _target_readable(viewer: Principal) -> Any:
 # --------------------------------------------------------------------------- Django users
 
 
-class UserChangeForm(DjangoUserChangeForm):
+class UserAddForm(NoSecretInTheLogin, AdminUserCreationForm):
+    pass
+
+
+class UserChangeForm(NoSecretInTheLogin, DjangoUserChangeForm):
     def clean_email(self) -> str:
         """One address, one person: single sign-on matches a member by email, so a second
         holder would re-point the first one's sign-in (or lock both out)."""
@@ -819,6 +835,7 @@ class UserAdmin(OfferedToAdministrators, AuditedDeletes, DjangoUserAdmin):
     """
 
     form = UserChangeForm
+    add_form = UserAddForm
     list_display = ["username", "email", "is_staff", "is_active", "member_row"]
     list_select_related = ["member"]
 

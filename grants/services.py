@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from brain.text.paths import PathError, validate_category, validate_scope_path
+from brain.text.secrets import refuse
 from grants.audit import audit_record
 from grants.models import Grant, Group, GroupMembership, Member, Permission, ServiceAccount
 from grants.principals import Principal, SystemPrincipal, actor_fields
@@ -82,6 +83,8 @@ def member_create(
     # As Django stores it (NFKC, in the user's clean()): checked before that, "Ａlice" passed
     # the taken-name check and was then stored as "Alice", beside "alice".
     username = User.normalize_username(username)
+    refuse(username, field="username")  # shown in every list, audit row and log line
+    refuse(email, field="email")
     slack_user_id = (slack_user_id or "").strip() or None
     with transaction.atomic():
         _serialise_claims(f"user:{username}", f"email:{email.strip()}" if email else "")

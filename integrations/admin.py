@@ -8,6 +8,8 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from brain.forms import forget_typed
+from brain.text.secrets import refused
 from grants.admin import AdministratorOnly, admin_actor
 from integrations.models import IntegrationSecret
 from integrations.secrets import secret_set, storage_problem, validate_secret_name
@@ -27,6 +29,8 @@ class SecretForm(forms.ModelForm):
         try:
             validate_secret_name(name)
         except ValueError as exc:
+            if refused(name):
+                forget_typed(self, "name")  # never shown again in the page
             raise forms.ValidationError(str(exc)) from None
         return name
 

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
 from django.db import transaction
 
+from brain.text.secrets import refused
 from grants.audit import audit_record
 from grants.models import Member
 from grants.principals import Principal
@@ -73,6 +74,8 @@ def validate_secret_name(name: str) -> None:
     """Raises ``ValueError`` unless ``name`` is letters, digits and underscores (1-64)."""
     if not name or len(name) > NAME_MAX or not name.replace("_", "").isalnum() or not name.isascii():
         raise ValueError("a secret's name is letters, digits and underscores (at most 64)")
+    if refused(name):  # the value is encrypted; its name is stored, listed and audited in clear
+        raise ValueError("a secret's name looks like a secret itself (a key or token): name the setting instead")
 
 
 def _encrypt(name: str, value: str) -> tuple[bytes, bytes, int]:

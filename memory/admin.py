@@ -7,9 +7,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
+from brain.forms import forget_typed
 from brain.text.secrets import refused
 from grants.admin import AdministratorOnly, admin_actor
 from memory.models import TeamMemorySettings
@@ -30,10 +31,7 @@ class TeamMemorySettingsForm(forms.ModelForm):
             for field, problem in team_settings_problems(**wanted).items():
                 self.add_error(field, problem)
                 if refused(str(self.data.get(field) or "")):
-                    # The form shows what was typed again: never a refused secret.
-                    data = self.data.copy() if isinstance(self.data, QueryDict) else dict(self.data)
-                    data[field] = ""
-                    self.data = data
+                    forget_typed(self, field)  # the form shows what was typed again: never a secret
         return cleaned
 
 

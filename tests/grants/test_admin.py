@@ -164,6 +164,32 @@ class MemberAddTests(BrainTestCase):
         assert response.status_code == 200
         assert "already exists" in response.content.decode()
 
+    def test_a_key_as_a_username_or_email_is_refused_beside_the_field(self) -> None:
+        """A username is shown in every list, audit row and log line: a pasted key was stored."""
+        from django.contrib.auth import get_user_model
+
+        from brain.text.secrets import SecretRefused
+        from grants.principals import SYSTEM
+        from grants.services import member_create
+
+        key = "AKIA" + "Q3ZXVB7TR2LMN4PK"
+        for fields in ({"username": key}, {"username": "kim", "email": f"{key}@example.com"}):
+            response = self.post(**fields)
+            assert response.status_code == 200
+            assert "This looks like a secret" in response.content.decode()
+            assert key not in response.content.decode()
+        root = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root-12345")
+        self.client.force_login(root)
+        user_add = self.client.post("/admin/auth/user/add/", {
+            "username": key, "password1": "a long passphrase 42", "password2": "a long passphrase 42",
+            "usable_password": "true"})  # fmt: skip
+        assert user_add.status_code == 200
+        assert "This looks like a secret" in user_add.content.decode()
+        assert key not in user_add.content.decode()
+        with pytest.raises(SecretRefused):
+            member_create(actor=SYSTEM, username=key)
+        assert not get_user_model().objects.filter(username__in=[key, "kim"]).exists()
+
     def test_malformed_username_and_email_are_form_errors(self) -> None:
         response = self.post(username="no spaces allowed", email="not-an-email")
         assert response.status_code == 200

@@ -304,6 +304,16 @@ class SecretAdminTests(BrainTestCase):
         assert list(IntegrationSecret.objects.values_list("name", flat=True)) == ["slack_signing_secret"]
         assert secret_get("slack_signing_secret") == "new value"
 
+    def test_a_key_as_the_name_is_refused_and_not_shown_again(self) -> None:
+        """The value is encrypted; the name is stored, listed and audited in clear."""
+        self.client.force_login(self.charlie.user)
+        key = "AKIA" + "Q3ZXVB7TR2LMN4PK"
+        answer = self.client.post("/admin/integrations/integrationsecret/add/", {"name": key, "value": "x"})
+        assert answer.status_code == 200
+        assert "looks like a secret itself" in answer.content.decode()
+        assert key not in answer.content.decode()
+        assert not IntegrationSecret.objects.exists()
+
     def test_a_key_version_that_cannot_be_stored_is_a_form_error_not_a_500(self) -> None:
         self.client.force_login(self.charlie.user)
         key = KEY_1.partition(":")[2]
