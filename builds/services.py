@@ -650,6 +650,27 @@ def _may_approve_new(actor: Principal, build: Build) -> bool:
     return approves_any_part(actor, build)
 
 
+def builds_cancel_carrying(*, actor: Principal, key_prefix: str, uri_suffix: str, reason: str) -> int:
+    """Cancel every open or awaiting build that carries a capture keyed ``key_prefix…`` whose
+    URI ends with ``uri_suffix``, because what it copied was withdrawn (``reason``, audited);
+    returns how many. Runs inside the caller's transaction; a promoted build stays promoted —
+    a person approved it."""
+    carrying = BuildCapture.objects.filter(
+        source__key__startswith=key_prefix,
+        source__uri__endswith=uri_suffix,
+        build__status__in=[Build.Status.OPEN, Build.Status.AWAITING_REVIEW],
+    ).values("build_id")
+    cancelled = 0
+    for build in Build.objects.select_for_update().filter(pk__in=carrying).order_by("pk"):
+        if build.is_terminal:
+            continue
+        _finish(build, Build.Status.CANCELLED)
+        audit_record(actor=actor, action="build.cancel", target_type="build", target=str(build.public_id),
+                     metadata={"reason": reason})  # fmt: skip
+        cancelled += 1
+    return cancelled
+
+
 def build_cancel(*, actor: Principal, build: Build) -> Build:
     """Open or awaiting review → cancelled, by the requester."""
     with transaction.atomic():

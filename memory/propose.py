@@ -19,12 +19,34 @@ from django.urls import reverse
 from django.utils import timezone
 
 from builds.models import Build
-from builds.services import build_add_section, build_open, build_record_capture, build_write_page
+from builds.services import (
+    build_add_section,
+    build_open,
+    build_record_capture,
+    build_write_page,
+    builds_cancel_carrying,
+)
 from grants.models import Member
 from memory.classify import MemoryInvalid
 from memory.models import Memory, Workspace
 
 PAGE_TYPE_DEFAULT = "topic"
+CAPTURE_KEY_PREFIX = "memory/"
+
+
+def memory_proposals_withdraw(*, actor: Member, memory: Memory, why: str) -> int:
+    """Cancel the open proposals that copied ``memory`` (un-shared or forgotten: ``why``), so its
+    words do not reach the corpus after its author took them back; returns how many.
+
+    A proposal's capture keeps the memory's address, which is how it is found. Runs inside
+    the caller's transaction. A proposal already promoted stays: a person approved it.
+    """
+    return builds_cancel_carrying(
+        actor=actor,
+        key_prefix=CAPTURE_KEY_PREFIX,
+        uri_suffix=reverse("memory:detail", args=[memory.pk]),
+        reason=f"the memory it proposed was {why}",
+    )
 
 
 def _first_line(text: str, limit: int = 80) -> str:
@@ -69,7 +91,7 @@ def memory_propose_page(
         )
         capture = build_record_capture(
             build=build,
-            key=f"memory/{str(memory.pk)[:8]}",
+            key=f"{CAPTURE_KEY_PREFIX}{str(memory.pk)[:8]}",
             kind="note",
             title=heading[:300],
             text=memory.content,

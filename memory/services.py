@@ -50,6 +50,7 @@ from memory.models import (
     Workspace,
 )
 from memory.occurred import checked_occurred_at
+from memory.propose import memory_proposals_withdraw
 
 MAX_CONTENT = 20_000
 DUPLICATE_BLOCK = 0.95
@@ -736,6 +737,8 @@ def memory_forget(*, actor: Member, memory_id: Any) -> None:
         memory = editable(actor, memory_id, change="forget")
         _event(memory, actor, MemoryEvent.Action.DELETED)
         _drop_insights_quoting(memory, shared_too=memory.workspace == Workspace.COMPANY)
+        if memory.workspace == Workspace.COMPANY:
+            memory_proposals_withdraw(actor=actor, memory=memory, why="forgotten")
         memory.delete()
 
 
@@ -781,6 +784,7 @@ def memory_share(*, actor: Member, memory_id: Any, workspace: str) -> tuple[Memo
         removed, _ = crossing.delete()
         if target == Workspace.PERSONAL:
             _drop_insights_quoting(memory, shared_too=True)  # the shared insight quoted it to everyone
+            memory_proposals_withdraw(actor=actor, memory=memory, why="un-shared")
         source_layer = memory.workspace
         memory.workspace = target
         memory.save(update_fields=["workspace", "updated_at"])

@@ -53,6 +53,33 @@ class ProposeTests(BrainTestCase):
         assert page.current_revision.frontmatter["sources"] == [cited]  # type: ignore[union-attr]
         assert Source.objects.get(key=key).is_live
 
+    def test_a_memory_taken_back_cancels_its_open_proposals_but_not_a_promoted_one(self) -> None:
+        """Bob un-shares (or forgets) what Alice proposed: its words must not go live after."""
+        from grants.models import AuditEvent
+        from memory.services import memory_forget, memory_share
+
+        unshared = self.shared("Our pager rota for the Zebra incident is Bob then Carol, never on Fridays.")
+        forgotten = self.shared("The Zebra post-mortem is due on the 14th, written by Carol.")
+        promoted = self.shared("The Zebra incident channel is #inc-zebra.")
+        submitted = memory_propose_page(actor=self.alice, memory_id=unshared.pk, path="topics/people/pager.md")
+        build_submit(actor=self.alice, build=submitted)
+        opened = memory_propose_page(actor=self.alice, memory_id=forgotten.pk, path="topics/people/postmortem.md")
+        done = memory_propose_page(actor=self.alice, memory_id=promoted.pk, path="topics/people/channel.md")
+        build_submit(actor=self.alice, build=done)
+        build_promote(actor=self.erin, build=done, note="ok")
+
+        memory_share(actor=self.bob, memory_id=unshared.pk, workspace="personal")
+        memory_forget(actor=self.bob, memory_id=forgotten.pk)
+        memory_share(actor=self.bob, memory_id=promoted.pk, workspace="personal")
+        statuses = {build.pk: Build.objects.get(pk=build.pk).status for build in (submitted, opened, done)}
+        assert statuses == {submitted.pk: Build.Status.CANCELLED, opened.pk: Build.Status.CANCELLED,
+                            done.pk: Build.Status.PROMOTED}  # fmt: skip
+        with pytest.raises(Exception, match="ended|cancelled|awaiting"):
+            build_promote(actor=self.erin, build=submitted, note="ok")
+        assert not Page.objects.filter(path__in=["topics/people/pager.md", "topics/people/postmortem.md"]).exists()
+        reasons = AuditEvent.objects.filter(action="build.cancel").values_list("metadata__reason", flat=True)
+        assert sorted(reasons) == ["the memory it proposed was forgotten", "the memory it proposed was un-shared"]
+
     def test_a_section_added_to_an_existing_page_cites_the_memory(self) -> None:
         publish(
             ONBOARDING, title="Onboarding", sources=None, body="# Onboarding\n\n## Day one\n\nBadge at reception.\n"
