@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from django.db import transaction
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from pydantic import BaseModel, Field
@@ -85,6 +85,14 @@ class PlainView(APIView):
             if unknown:
                 named = ", ".join(unknown_name(name) for name in unknown[:10])
                 raise ParseError(f"Unknown query parameter(s): {named}.", code="invalid")
+
+    def unacceptable(self, request: Request, media_type: str) -> Response | None:
+        """A 406 when the client's ``Accept`` header lists neither ``media_type`` nor a wildcard
+        that covers it. For the endpoints that stream one kind of file but list JSON first (to
+        answer their errors in JSON): ``Accept: application/json`` was answered with the file."""
+        if not request.META.get("HTTP_ACCEPT", "").strip() or request._request.accepts(media_type):
+            return None  # no preference (an empty header too), or one that covers it
+        return Response(error_body("not_acceptable", f"This endpoint sends {media_type}."), status=406)
 
     def member(self, request: Request) -> Member:
         caller = request.auth
@@ -411,9 +419,12 @@ class MemoryExport(PlainView):
     operation_id = "export_memories"
     response_models = {200: OpenApiResponse(response=OpenApiTypes.STR, description="JSON lines, one memory each")}
 
-    def get(self, request: Request) -> StreamingHttpResponse:
+    def get(self, request: Request) -> StreamingHttpResponse | Response:
         from memory.api import export_lines
 
+        refused = self.unacceptable(request, "application/x-ndjson")
+        if refused is not None:
+            return refused
         response = StreamingHttpResponse(export_lines(self.member(request)), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="brain-memories.jsonl"'
         return response
@@ -451,7 +462,9 @@ class MemoryImport(PlainView):
     def post(self, request: Request) -> Response:
         from memory.api import import_records
 
-        status, answer = import_records(self.member(request), request.body)
+        body = request.body
+        request.data  # noqa: B018 — the parser negotiation: a body that is not JSON lines is a 415
+        status, answer = import_records(self.member(request), body)
         if status == 429:
             raise Throttled(wait=answer["retry_after"])
         return Response(answer, status=status)
@@ -554,7 +567,7 @@ class CorpusExport(PlainView):
         )
     ]  # fmt: skip
 
-    def get(self, request: Request) -> StreamingHttpResponse | Response:
+    def get(self, request: Request) -> HttpResponse | StreamingHttpResponse | Response:
         from corpus.export import Counter, corpus_plan, corpus_render, export_name, zip_stream
         from grants.audit import audit_record
 
@@ -565,8 +578,18 @@ class CorpusExport(PlainView):
         originals = request.query_params.get("originals", "false").lower()
         if originals not in ("true", "false", "1", "0"):
             return Response(error_body("invalid", "originals must be true or false"), status=400)
+        refused = self.unacceptable(request, "application/zip")
+        if refused is not None:
+            return refused
         # Names only: the file count is known before the first byte.
         plan = corpus_plan(principal, originals=originals in ("true", "1"))
+        if request.method == "HEAD":
+            # The headers only: the archive is neither built nor recorded as exported (the
+            # server ran the whole stream to answer HEAD, and the audit said it was sent).
+            head = HttpResponse(content_type="application/zip")
+            head["Content-Disposition"] = f'attachment; filename="{export_name()}"'
+            head["X-Brain-Export-Files"] = str(len(plan))
+            return head
 
         def stream() -> Iterator[bytes]:
             completed = False

@@ -151,6 +151,32 @@ class RestTests(RestCase):
         assert len(rows) == 3
         assert self.api.get("/api/v1/memories/count", {"workspace": "nowhere"}).status_code == 400
 
+    def test_the_file_endpoints_refuse_what_they_do_not_read_or_send(self) -> None:
+        """An import in another media type was read anyway (stored as if JSON lines), and an
+        export asked for as JSON was answered with the file: 415 and 406, as documented."""
+        lines = json.dumps({"content": "Deploys happen on Thursdays."})
+        for media_type in ("text/plain", "application/json", "application/x-www-form-urlencoded"):
+            answer = self.api.post("/api/v1/memories/import", data=lines, content_type=media_type)
+            assert answer.status_code == 415, (media_type, answer.status_code)
+            assert answer.json()["error"]["code"] == "unsupported_media_type"
+        assert self.api.get("/api/v1/memories/count").json() == {"count": 0}
+        for path in ("/api/v1/memories/export", "/api/v1/export"):
+            refused = self.api.get(path, HTTP_ACCEPT="application/json")
+            assert refused.status_code == 406, (path, refused.status_code)
+            assert refused.json()["error"]["code"] == "not_acceptable"
+            for accept in ("*/*", "application/*"):
+                assert self.api.get(path, HTTP_ACCEPT=accept).status_code == 200, (path, accept)
+
+    def test_head_of_the_export_builds_no_archive_and_records_no_export(self) -> None:
+        head = self.api.head("/api/v1/export")
+        assert head.status_code == 200
+        assert not head.streaming  # a server runs a stream through to answer HEAD: no archive at all
+        assert head["Content-Type"] == "application/zip"
+        assert int(head["X-Brain-Export-Files"]) >= 1
+        from grants.models import AuditEvent
+
+        assert not AuditEvent.objects.filter(action="corpus.export").exists()
+
     def test_upload_a_document_and_watch_its_extraction(self) -> None:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
