@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builds.models import Build, BuildChange
-from builds.services import build_promote, build_submit
+from builds.services import PromotionBlocked, build_promote, build_submit
 from corpus.models import Page, Source
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
@@ -74,7 +74,7 @@ class ProposeTests(BrainTestCase):
         statuses = {build.pk: Build.objects.get(pk=build.pk).status for build in (submitted, opened, done)}
         assert statuses == {submitted.pk: Build.Status.CANCELLED, opened.pk: Build.Status.CANCELLED,
                             done.pk: Build.Status.PROMOTED}  # fmt: skip
-        with pytest.raises(Exception, match="ended|cancelled|awaiting"):
+        with pytest.raises(PromotionBlocked, match=r"not awaiting review"):
             build_promote(actor=self.erin, build=submitted, note="ok")
         assert not Page.objects.filter(path__in=["topics/people/pager.md", "topics/people/postmortem.md"]).exists()
         reasons = AuditEvent.objects.filter(action="build.cancel").values_list("metadata__reason", flat=True)
