@@ -152,6 +152,14 @@ class CursorList(PlainView):
             # DRF's paginator quietly used 20 for 0, "abc" and 201: a client asking for 500 got 20.
             message = f"limit must be a whole number from 1 to {Cursor.max_page_size}"
             return Response(error_body("invalid", message), status=400)
+        empty = [
+            f"{name}: choose one of {', '.join(str(value) for value, _ in choice.extra['choices'])}"
+            for name, choice in self.filterset_class.base_filters.items()
+            if isinstance(choice, django_filters.ChoiceFilter) and name in request.query_params
+            and not request.query_params[name].strip()
+        ]  # fmt: skip
+        if empty:  # django-filter skips an empty value: "?kind=" listed every kind, not an error
+            return Response(error_body("invalid", f"Invalid filter: {'; '.join(empty)}"), status=400)
         filters = self.filterset_class(request.query_params, queryset=self.rows(caller), request=request)
         if not filters.is_valid():
             # Named, never repeated: a refused value (a team's codename, say) stays out of the answer.

@@ -80,7 +80,9 @@ class PlainView(APIView):
         exported without the originals asked for)."""
         super().initial(request, *args, **kwargs)
         if request.method in ("GET", "HEAD", "DELETE"):
-            # "format" is DRF's own (?format=json picks a renderer).
+            # "format" is DRF's own (?format=json picks a renderer); empty, DRF ignored it.
+            if "format" in request.query_params and not request.query_params["format"].strip():
+                raise ParseError("format: name a format, or leave the parameter out.", code="invalid")
             unknown = sorted(set(request.query_params) - self.known_query_parameters() - {"format"})
             if unknown:
                 named = ", ".join(unknown_name(name) for name in unknown[:10])
@@ -376,7 +378,7 @@ class MemoryCount(PlainView):
 
         visible = Memory.objects.visible_to(self.member(request))
         workspace = request.query_params.get("workspace")
-        if workspace:
+        if workspace is not None:  # "?workspace=" is a mistake, not "every workspace"
             if workspace not in ("personal", "company"):
                 return Response(error_body("invalid", "workspace must be personal or company"), status=400)
             visible = visible.filter(workspace=workspace)
