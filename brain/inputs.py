@@ -22,7 +22,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
@@ -215,6 +215,9 @@ def body_limit(request: HttpRequest) -> int:
     return GENERAL_BODY_LIMIT
 
 
+_View = TypeVar("_View", bound=Callable[..., Any])
+
+
 class HostileInputMiddleware:
     """Refuse control characters in the path, query and form fields, and oversized bodies.
 
@@ -232,6 +235,24 @@ class HostileInputMiddleware:
             return error_response(request, refused.status, refused.code, str(refused))
         return self.get_response(request)
 
+    def process_view(self, request: HttpRequest, view: Callable[..., Any], *args: Any) -> HttpResponseBase | None:
+        """Form fields, once the view is known: a view marked ``reads_its_own_form`` answers
+        control characters in its own terms (Slack's commands: an ephemeral reply Slack shows,
+        where this refusal was an error page Slack showed as a failure)."""
+        content_type = request.META.get("CONTENT_TYPE", "")
+        # Only url-encoded forms are read here: parsing a multipart body would consume the
+        # stream, and a view that reads ``request.body`` (MCP, the memory API) would then fail.
+        # Multipart text fields reach the services, which refuse NUL on every write.
+        if request.method != "POST" or not content_type.startswith("application/x-www-form-urlencoded"):
+            return None
+        if getattr(view, "reads_its_own_form", False):
+            return None
+        for name, values in request.POST.lists():
+            if _CONTROL.search(name) or any(_CONTROL.search(value) for value in values):
+                message = f"the form field {name[:64]!r} contains a control character"
+                return error_response(request, 400, "bad_request", message)
+        return None
+
     def _check(self, request: HttpRequest) -> None:
         if _CONTROL_IN_IDENTIFIER.search(request.path_info):
             raise InputRefused("the request path contains a control character")
@@ -248,11 +269,10 @@ class HostileInputMiddleware:
                 status=413,
                 code="payload_too_large",
             )
-        content_type = request.META.get("CONTENT_TYPE", "")
-        # Only url-encoded forms are read here: parsing a multipart body would consume the
-        # stream, and a view that reads ``request.body`` (MCP, the memory API) would then fail.
-        # Multipart text fields reach the services, which refuse NUL on every write.
-        if request.method == "POST" and content_type.startswith("application/x-www-form-urlencoded"):
-            for name, values in request.POST.lists():
-                if _CONTROL.search(name) or any(_CONTROL.search(value) for value in values):
-                    raise InputRefused(f"the form field {name[:64]!r} contains a control character")
+
+
+def reads_its_own_form(view: _View) -> _View:
+    """Mark ``view`` as checking its own form fields for control characters (see
+    ``HostileInputMiddleware.process_view``); the path, query and body size are still checked."""
+    view.reads_its_own_form = True  # type: ignore[attr-defined]
+    return view

@@ -36,6 +36,7 @@ from answers.models import Question
 from answers.services import LEASE as QUESTION_LEASE
 from answers.services import question_ask, question_run
 from brain.errors import json_error
+from brain.inputs import reads_its_own_form
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim_unfinished, lease_expired, lease_extend, lease_finish
 from brain.ratelimit import RateLimited, hit
@@ -121,6 +122,7 @@ def slack_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+@reads_its_own_form  # text pasted from Word holds control characters: answered below, in Slack
 @csrf_exempt
 @require_POST
 def commands(request: HttpRequest) -> HttpResponse:
@@ -143,7 +145,8 @@ def commands(request: HttpRequest) -> HttpResponse:
     ):
         return json_error("bad_signature", "The request is not signed by Slack, or it is older than five minutes.", 401)
     form = QueryDict(request.body.decode("utf-8", errors="replace"))
-    text = " ".join(form.get("text", "").split())
+    # One line of words: a control character (Word's line break is a vertical tab) is a space.
+    text = " ".join(_CONTROL.sub(" ", form.get("text", "")).split())
     slack_user = form.get("user_id", "")
     if not _SLACK_USER.fullmatch(slack_user):
         # Slack always sends one; anything else (too long for the column, a NUL) is not Slack.
