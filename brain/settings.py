@@ -289,6 +289,10 @@ AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins are not kept; failures are
 AXES_VERBOSE = False
 BRAIN_TRUSTED_PROXY_COUNT = env_int("BRAIN_TRUSTED_PROXY_COUNT", 0, minimum=0, maximum=10)
 AXES_CLIENT_IP_CALLABLE = "brain.client_ip.client_network"  # an IPv6 /64 counts as one address
+# A failed attempt keeps its username redacted if it holds a secret, and its form data without
+# the username or the CSRF token (axes masks the password itself).
+AXES_USERNAME_CALLABLE = "brain.sign_in_forms.attempted_username"
+AXES_SENSITIVE_PARAMETERS = ["username", "csrfmiddlewaretoken"]
 # /healthz tells anyone up or down; its details (version, mirrors) go to signed-in
 # administrators and to a monitor presenting this token as a bearer. Long, or none at all.
 BRAIN_HEALTH_TOKEN = env_secret("BRAIN_HEALTH_TOKEN", "") or ""

@@ -14,6 +14,9 @@ from typing import Any
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import MaxLengthValidator
+from django.http import HttpRequest
+
+from brain.text.secrets import redact
 
 
 class _BoundedUsername:
@@ -31,3 +34,12 @@ class SignInForm(_BoundedUsername, AuthenticationForm):
 
 class AdminSignInForm(_BoundedUsername, AdminAuthenticationForm):
     """The admin's sign-in form."""
+
+
+def attempted_username(request: HttpRequest, credentials: dict[str, Any] | None) -> str | None:
+    """The username a failed sign-in tried, as django-axes keys and keeps it
+    (``AXES_USERNAME_CALLABLE``): redacted when it holds a secret — a key pasted into the
+    wrong box was kept in clear and listed to administrators as an access attempt."""
+    typed = credentials if credentials else getattr(request, "data", request.POST)
+    username = typed.get("username")
+    return redact(str(username)) if username else username

@@ -50,6 +50,20 @@ class SignInThrottleTests(TestCase):
         password_set_by_administrator(actor=SYSTEM, user=get_user_model().objects.get(username="alice"))
         assert self.sign_in(PASSWORD, address="2001:db8:5:7::ffff").status_code == 302
 
+    def test_a_key_typed_as_the_username_is_kept_redacted_with_the_failed_attempt(self) -> None:
+        """People paste keys into the wrong box: the attempt record kept it in clear, listed to
+        administrators under Access attempts (the username column and the form data)."""
+        from axes.models import AccessAttempt
+
+        key = "AKIA" + "Q3ZXVB7TR2LMN4PK"
+        for path in ("/login/", "/admin/login/"):
+            self.client.post(path, {"username": key, "password": "wrong"}, REMOTE_ADDR="203.0.113.9")
+        self.sign_in("wrong")
+        kept = list(AccessAttempt.objects.values_list("username", "post_data"))
+        assert len(kept) == 3
+        assert not any(key in username or key in data for username, data in kept), kept
+        assert "alice" in [username for username, _ in kept]  # an ordinary name is kept as typed
+
     def test_a_username_past_its_length_is_a_form_error_not_a_server_error(self) -> None:
         self.client.raise_request_exception = False
         for path in ("/login/", "/admin/login/"):
