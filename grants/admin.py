@@ -7,6 +7,7 @@ The admin shows no page or source content: administering is not content access.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -31,7 +32,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
 from brain.forms import refuse_typed_secrets
-from brain.text.paths import PathError, validate_page_path
+from brain.text.paths import PathError, validate_category, validate_page_path
 from corpus.explain import explain_access
 from grants import services
 from grants.audit import audit_record
@@ -415,6 +416,24 @@ class TolerantAutocompleteSelectMultiple(TolerantAutocomplete, AutocompleteSelec
     """Several objects, searched for as you type (the page lists only the chosen ones)."""
 
 
+def _new_name(form: forms.ModelForm, kind: str, taken: Callable[[str], bool]) -> str:
+    """A new group's or service account's name, checked as the service checks it: its form (the
+    database's constraint was shown as 'Constraint "group_name_form" is violated.') and
+    whether it is taken (claimed in the form: two administrators adding one name at once)."""
+    name = str(form.cleaned_data.get("name") or "")
+    if form.instance.pk is not None:
+        return name
+    try:
+        validate_category(name)
+    except PathError:
+        raise ValidationError(
+            f"A {kind} name is 1-64 characters of a-z, 0-9, '-' and '_', starting with a letter or digit."
+        ) from None
+    if taken(name):
+        raise ValidationError(f"A {kind} named {name!r} already exists.")
+    return name
+
+
 class GroupForm(forms.ModelForm):
     # Searched as you type (the member admin's search), never a list of every member; the
     # search goes by the membership's member field, which admits any member.
@@ -435,10 +454,7 @@ class GroupForm(forms.ModelForm):
             self.fields["people"].initial = list(self.instance.members.all())
 
     def clean_name(self) -> str:
-        name = str(self.cleaned_data.get("name") or "")
-        if self.instance.pk is None and services.group_name_taken(name):
-            raise ValidationError(f"A group named {name!r} already exists.")
-        return name
+        return _new_name(self, "group", services.group_name_taken)
 
 
 class ServiceAccountForm(forms.ModelForm):
@@ -447,10 +463,7 @@ class ServiceAccountForm(forms.ModelForm):
         fields = ["name", "description", "is_active"]
 
     def clean_name(self) -> str:
-        name = str(self.cleaned_data.get("name") or "")
-        if self.instance.pk is None and services.service_account_name_taken(name):
-            raise ValidationError(f"A service account named {name!r} already exists.")
-        return name
+        return _new_name(self, "service account", services.service_account_name_taken)
 
 
 @admin.register(Group)

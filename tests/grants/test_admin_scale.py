@@ -207,3 +207,10 @@ class GroupFormTests(BrainTestCase):
             assert "errorlist" in refused.content.decode()
         assert not Group.objects.filter(name="ops").exists()
         assert Member.objects.count() == 28
+        # A name out of form is said as the rule, not as the database constraint's name.
+        for url in ("/admin/grants/group/add/", "/admin/grants/serviceaccount/add/"):
+            bad_name = self.client.post(url, {"name": "Sales Team", "description": "", "is_active": "on"})
+            assert bad_name.status_code == 200
+            body = bad_name.content.decode()
+            assert "name is 1-64 characters of a-z, 0-9" in body, url
+            assert "Constraint" not in body
