@@ -159,7 +159,9 @@ def tool_arguments(tool: Tool, arguments: Any) -> Args:
 
 def _tools_call(message_id: Any, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
     name = params.get("name")
-    tool = tool_for(caller, name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return error(message_id, INVALID_PARAMS, "params.name must be a string: the name of a tool from tools/list")
+    tool = tool_for(caller, name)
     if tool is None:
         # A tool the caller may not use is answered exactly like one that does not exist. Such
         # calls count in the read window too, and the name is echoed short: a megabyte of name

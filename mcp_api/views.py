@@ -41,6 +41,15 @@ def _json(body: dict[str, object] | list[dict[str, object]], status: int, versio
 # JSON-RPC batches exist in MCP 2025-03-26 only (2025-06-18 removed them); a client of that
 # version sends no MCP-Protocol-Version header, so a batch without one is read as such.
 BATCH_VERSION = "2025-03-26"
+
+
+def _accepted() -> HttpResponse:
+    """202 with no body, and so no Content-Type (Django's default said text/html)."""
+    accepted = HttpResponse(status=202)
+    del accepted["Content-Type"]
+    return accepted
+
+
 MAX_BATCH = 20
 
 
@@ -74,7 +83,7 @@ def _batch_answers(
         if answer is not None:
             answers.append(answer)
     if not answers:
-        accepted = HttpResponse(status=202)
+        accepted = _accepted()
         accepted["MCP-Protocol-Version"] = version
         return accepted
     return _json(answers, 200, version)
@@ -187,7 +196,7 @@ def _endpoint(
                 raise
             return unavailable
         if answer is None:
-            accepted = HttpResponse(status=202)
+            accepted = _accepted()
             accepted["MCP-Protocol-Version"] = version
             return accepted
         if isinstance(message, dict) and message.get("method") == "initialize" and "result" in answer:

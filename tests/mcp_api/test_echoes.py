@@ -54,6 +54,17 @@ class McpEchoTests(BrainTestCase):
         typo = self.call("find_page", {"pth": "topics/a.md"})
         assert "pth" in typo, typo  # a mistyped name is still said back: that is what helps
 
+    def test_a_name_that_is_not_text_is_said_so_and_a_notification_has_no_body_type(self) -> None:
+        for name in (None, {"a": 1}, 5):
+            message = self.rpc("tools/call", {"name": name})["error"]["message"]
+            assert message.startswith("params.name must be a string"), message
+        notification = json.dumps({"jsonrpc": "2.0", "method": "notifications/x"})
+        accepted = self.client.post("/api/mcp", data=notification, content_type="application/json",
+                                    HTTP_AUTHORIZATION=f"Bearer {self.token}")  # fmt: skip
+        assert accepted.status_code == 202
+        assert accepted.content == b""
+        assert "Content-Type" not in accepted  # Django's default said text/html
+
 
 class RestEchoTests(BrainTestCase):
     def setUp(self) -> None:
