@@ -29,6 +29,7 @@ def figure_source(*, actor: Principal, source_key: str | None, branch_sources: f
 # Figure.value is numeric(24, 6): 18 digits before the point, 6 after.
 FIGURE_PLACES = Decimal("0.000001")
 FIGURE_LIMIT = Decimal(10) ** 18
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 
 
 def _storable(number: Decimal) -> tuple[Decimal, str]:
@@ -54,6 +55,10 @@ def figure_check(*, actor: Principal, page_path: str, key: str, value: object, u
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,127}", key or ""):
         errors["key"] = "figure key is 1-128 of a-z, 0-9, '.', '-', '_'"
     try:
+        # As written, never repaired: Decimal also reads "1_000", " 12 " and other scripts'
+        # digits ("١٢"), each stored as a number nobody typed.
+        if isinstance(value, str) and not _NUMBER.fullmatch(value):
+            raise InvalidOperation
         number = Decimal(str(value))
         if not number.is_finite():
             raise InvalidOperation
