@@ -222,7 +222,7 @@ class MemberForm(NoSecretInTheLogin):
         field = User._meta.get_field(User.USERNAME_FIELD)
         for validator in getattr(field, "validators", []):
             validator(username)
-        if User.objects.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).exists():
+        if services.username_taken(username):
             raise ValidationError(f"A user named {username!r} already exists.")
         return username
 

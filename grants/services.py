@@ -8,6 +8,7 @@ administer; they never confer content access.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from axes.utils import reset as axes_reset
@@ -90,7 +91,7 @@ def member_create(
         _serialise_claims(f"user:{username}", f"email:{email.strip()}" if email else "")
         # Case-insensitively: "Bob" beside "bob" is one person to everyone reading a name, and
         # two members sharing an address both lose single sign-on (it matches by email).
-        if User.objects.filter(username__iexact=username).exists():
+        if username_taken(username):
             raise ValidationError({"username": f"a user named {username!r} already exists"})
         if email and email_in_use(email):
             raise ValidationError({"email": "another member already uses this email address"})
@@ -230,6 +231,27 @@ def member_update(*, actor: Principal, member: Member, role: str, is_active: boo
                 metadata={"fields": sorted(changes), **shown},
             )
     return locked
+
+
+def username_taken(username: str) -> bool:
+    """Whether a login holds ``username`` as people read it: case-insensitively, and with
+    Unicode's case folding, where PostgreSQL's does not fold (``straße`` is ``STRASSE``, a
+    final ``ς`` is ``σ``): such a pair is one name to everyone reading it."""
+    User = get_user_model()
+    if User.objects.filter(username__iexact=username).exists():
+        return True
+    folded = username.casefold()
+    if "ss" not in folded and "σ" not in folded:
+        return False
+    # The few spellings that fold to the same text, found by PostgreSQL, then compared here.
+    pattern = "".join(_FOLDED_SPELLINGS.get(char, re.escape(char)) for char in folded.replace("ss", "\x00"))
+    candidates = User.objects.filter(username__iregex=f"^{pattern}$").values_list("username", flat=True)
+    return any(str(name).casefold() == folded for name in candidates)
+
+
+# Characters whose folded form PostgreSQL's case-insensitive match does not reach (the NUL
+# stands for the "ss" a "ß" folds to).
+_FOLDED_SPELLINGS = {"\x00": "(?:ss|ß|ẞ)", "σ": "[σς]"}
 
 
 def group_name_taken(name: str) -> bool:

@@ -139,6 +139,20 @@ class MemberFormTests(BrainTestCase):
         assert list(users) == ["alice"]
         assert member_create(actor=SYSTEM, username="\uff24ora").username == "Dora"
 
+    def test_names_that_fold_to_one_are_one_name(self) -> None:
+        """PostgreSQL's case-insensitive match does not fold "ß" to "ss" nor "ς" to "σ":
+        "straße" and "STRASSE" were two members with one name to everyone reading it."""
+        member_create(actor=SYSTEM, username="straße")
+        member_create(actor=SYSTEM, username="ΟΔΥΣΣΕΑΣ")
+        for taken in ("STRASSE", "strasse", "Strasse", "STRAẞE", "οδυσσεας", "οδυσσεαΣ"):
+            with self.subTest(taken=taken), pytest.raises(ValidationError, match="already exists"):
+                member_create(actor=SYSTEM, username=taken)
+        self.client.force_login(self.charlie.user)
+        answer = self.client.post("/admin/grants/member/add/", {
+            "username": "STRASSE", "email": "", "password": "", "role": "member"})  # fmt: skip
+        assert "already exists" in answer.content.decode()
+        assert member_create(actor=SYSTEM, username="strasser").username == "strasser"  # another name
+
 
 class OwnerLifecycleTests(BrainTestCase):
     def test_an_admin_cannot_reactivate_an_owner_an_owner_suspended(self) -> None:
