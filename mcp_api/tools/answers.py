@@ -7,12 +7,14 @@ from typing import Any
 from pydantic import Field
 
 from answers.models import Question
-from answers.services import question_ask, question_await
+from answers.services import MAX_QUESTION, question_ask, question_await
 from mcp_api.base import QUESTION, Args, Caller, Out, Tool, wait_allowed
 
 
 class AskArgs(Args):
-    question: str = Field(description="The question, in plain words")
+    question: str = Field(
+        description="The question, in plain words", json_schema_extra={"minLength": 1, "maxLength": MAX_QUESTION}
+    )
 
 
 class AskOut(Out):

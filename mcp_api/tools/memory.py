@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, JsonValue, field_validator
 
 from grants.models import Member
 from mcp_api.base import PERSON, SCOPE_MEMORY, Args, Caller, Out, Tool
@@ -18,6 +18,7 @@ from memory.capsules import get_capsule
 from memory.models import Memory, MemoryLink
 from memory.recall import memory_connections, memory_get, memory_list_recent, memory_recall
 from memory.services import (
+    MAX_CONTENT,
     memory_append,
     memory_forget,
     memory_link,
@@ -39,6 +40,10 @@ LinkTypeName = Literal[
 # The one team of a brain, as ``list_teams`` names it. Memory calls may name it (the seed's
 # multi-team clients do); naming anything else is a clear refusal, never silently ignored.
 THE_TEAM = {"id": "company", "name": "Shared", "workspace": "company"}
+
+
+# Published bounds the service enforces (``memory.services``): a memory's text, never blank.
+_TEXT_BOUNDS: dict[str, JsonValue] = {"minLength": 1, "maxLength": MAX_CONTENT}
 
 
 class TeamArgs(Args):
@@ -107,7 +112,10 @@ def _render_memory(out: MemoryOut) -> str:
 
 
 class RememberArgs(TeamArgs):
-    content: str = Field(description="What to remember: a decision, preference, fact or project update")
+    content: str = Field(
+        description="What to remember: a decision, preference, fact or project update",
+        json_schema_extra=_TEXT_BOUNDS,
+    )
     tags: list[str] | None = Field(None, description="Tags; 'status:canonical' marks it authoritative")
     workspace: Layer | None = Field(
         None,
@@ -180,12 +188,15 @@ def _render_remember(out: RememberOut) -> str:
 
 class AppendArgs(TeamArgs):
     id: str
-    text: str = Field(description="Added as '[Update <date>]: text'")
+    text: str = Field(
+        description="Added as '[Update <date>]: text' (the memory with it at most 20,000 characters)",
+        json_schema_extra=_TEXT_BOUNDS,
+    )
 
 
 class UpdateArgs(TeamArgs):
     id: str
-    content: str | None = None
+    content: str | None = Field(None, json_schema_extra=_TEXT_BOUNDS)
     tags: list[str] | None = Field(None, description="Replaces all tags when given")
 
 

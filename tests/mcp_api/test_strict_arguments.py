@@ -73,3 +73,18 @@ class StrictArgumentsOverHttpTests(BrainTestCase):
         result = response.json()["result"]
         assert result["isError"] is True
         assert "k:" in result["content"][0]["text"]
+
+
+class PublishedBoundsTests(SimpleTestCase):
+    def test_the_bounds_the_services_enforce_are_in_the_schemas(self) -> None:
+        """A client (or a schema-driven fuzzer) read no length for a memory or a question, though
+        the server refuses a blank one and one past 20,000 / 1,000 characters."""
+        from answers.services import MAX_QUESTION
+        from memory.services import MAX_CONTENT
+
+        tools = {tool.name: tool.input_model.model_json_schema()["properties"] for tool in CATALOGUE}
+        for name, field, most in (("remember", "content", MAX_CONTENT), ("append", "text", MAX_CONTENT),
+                                  ("update", "content", MAX_CONTENT), ("ask", "question", MAX_QUESTION)):  # fmt: skip
+            with self.subTest(tool=name):
+                assert tools[name][field]["maxLength"] == most
+                assert tools[name][field]["minLength"] == 1
