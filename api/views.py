@@ -510,7 +510,7 @@ class SourceUpload(PlainView):
         from ingest.views import extraction_status, ingest_upload
 
         extraction, existing = ingest_upload(
-            member=self.member(request), upload=request.FILES.get("file"), fields=request.data
+            member=self.member(request), uploads=request.FILES.getlist("file"), fields=request.data
         )
         key = extraction.document.source.key
         body = UploadOut(key=key, citation=f"capture:{key}", status_url=f"/api/v1/sources/{key}/status",

@@ -48,18 +48,22 @@ class Uploaded(NamedTuple):
 
 
 def _ingest_from_request(request: HttpRequest, member: Member) -> Uploaded:
-    return ingest_upload(member=member, upload=request.FILES.get("file"), fields=request.POST)
+    return ingest_upload(member=member, uploads=request.FILES.getlist("file"), fields=request.POST)
 
 
-def ingest_upload(*, member: Member, upload: Any, fields: Any) -> Uploaded:
-    """Store an uploaded file as a capture and queue its extraction (web form, legacy and REST v1).
+def ingest_upload(*, member: Member, uploads: list[Any], fields: Any) -> Uploaded:
+    """Store an uploaded file (``uploads``: the request's ``file`` parts) as a capture and queue
+    its extraction (web form, legacy and REST v1).
 
-    ``fields`` holds the optional key, title, category and sensitivity. A missing or
+    ``fields`` holds the optional key, title, category and sensitivity. A missing, second or
     oversized file is ``ValidationError`` naming it, before any byte is read into memory.
     """
     started = timezone.now()
-    if upload is None:
+    if not uploads:
         raise ValidationError({"file": "choose a file to upload"})
+    if len(uploads) > 1:  # one was kept and the others dropped without a word
+        raise ValidationError({"file": f"upload one file at a time ({len(uploads)} were sent)"})
+    upload = uploads[0]
     for name in ("key", "title", "category", "sensitivity"):
         # A multipart part sent as a file where text belongs (the REST view's data holds both).
         if name in fields and not isinstance(fields.get(name), str):

@@ -213,6 +213,12 @@ class RestTests(RestCase):
         missing = self.api.post("/api/v1/uploads", data={"title": "no file"})
         assert missing.status_code == 400
         assert "file" in missing.json()["error"]["message"]
+        # Two files: one was kept and the other dropped without a word.
+        two = [SimpleUploadedFile(f"{name}.md", b"# Part\n\nText.\n", content_type="text/markdown")
+               for name in ("first", "second")]  # fmt: skip
+        both = self.api.post("/api/v1/uploads", data={"file": two})
+        assert both.status_code == 400
+        assert "one file at a time (2 were sent)" in both.json()["error"]["message"]
         memory_only = Client(
             HTTP_AUTHORIZATION=f"Bearer {api_token_issue(actor=self.alice, name='m', scopes=['memory'])[1]}"
         )
