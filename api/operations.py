@@ -61,8 +61,8 @@ def query_arguments(request: Request, model: type[BaseModel]) -> tuple[dict[str,
 
 
 def invalid_arguments(invalid: ArgsInvalid) -> Response:
-    # Field names are the client's keys (an unknown one is named in the refusal): redacted like
-    # the message, since a key may be a pasted credential.
+    # Field names are the client's keys: bounded and redacted, and an unknown one named only when
+    # it reads as a mistyped name of ours (``brain.errors.argument_problems``).
     problems = [{"field": where, "message": what} for where, what in argument_problems(invalid, whole="body")]
     summary = "; ".join(f"{problem['field']}: {problem['message']}" for problem in problems)
     return Response({**error_body("invalid", f"Invalid arguments: {summary}"), "fields": problems}, status=400)
