@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from api.auth import BearerAuthentication, RateWindowThrottle, SessionCallerAuthentication, SurfacePermission
 from brain.callers import Caller
-from brain.errors import argument_problems, error_body, unknown_name
+from brain.errors import argument_problems, error_body, unknown_parameters
 from mcp_api.tools import CATALOGUE, Tool
 
 TOOLS = {tool.name: tool for tool in CATALOGUE}
@@ -125,8 +125,7 @@ def run_operation(request: Request, operation: Operation, kwargs: dict[str, Any]
     if request.method in ("GET", "HEAD", "DELETE"):
         data, unknown = query_arguments(request, tool.input_model)
         if unknown:
-            message = f"Unknown query parameter(s): {', '.join(unknown_name(name) for name in unknown[:10])}."
-            return Response(error_body("invalid", message), status=400)
+            return Response(error_body("invalid", unknown_parameters(unknown)), status=400)
     else:
         body = request.data
         if not isinstance(body, dict):

@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from api.auth import BearerAuthentication, RateWindowThrottle, SessionCallerAuthentication, SurfacePermission
 from api.operations import Operation, ToolView, invalid_arguments
 from brain.callers import BUILD, Caller
-from brain.errors import error_body, unknown_name
+from brain.errors import error_body, unknown_parameters
 from builds.models import Build
 from builds.services import build_credential_issue, build_open
 from grants.models import Member
@@ -85,8 +85,7 @@ class PlainView(APIView):
                 raise ParseError("format: name a format, or leave the parameter out.", code="invalid")
             unknown = sorted(set(request.query_params) - self.known_query_parameters() - {"format"})
             if unknown:
-                named = ", ".join(unknown_name(name) for name in unknown[:10])
-                raise ParseError(f"Unknown query parameter(s): {named}.", code="invalid")
+                raise ParseError(unknown_parameters(unknown), code="invalid")
 
     def unacceptable(self, request: Request, media_type: str) -> Response | None:
         """A 406 when the client's ``Accept`` header lists neither ``media_type`` nor a wildcard
@@ -585,13 +584,6 @@ class CorpusExport(PlainView):
             return refused
         # Names only: the file count is known before the first byte.
         plan = corpus_plan(principal, originals=originals in ("true", "1"))
-        if request.method == "HEAD":
-            # The headers only: the archive is neither built nor recorded as exported (the
-            # server ran the whole stream to answer HEAD, and the audit said it was sent).
-            head = HttpResponse(content_type="application/zip")
-            head["Content-Disposition"] = f'attachment; filename="{export_name()}"'
-            head["X-Brain-Export-Files"] = str(len(plan))
-            return head
 
         def stream() -> Iterator[bytes]:
             completed = False
@@ -604,7 +596,13 @@ class CorpusExport(PlainView):
                              metadata={"files": counter.files, "bytes": counter.bytes, "via": caller.kind,
                                        "completed": completed})  # fmt: skip
 
-        response = StreamingHttpResponse(stream(), content_type="application/zip")
+        # HEAD: the headers only — the archive is neither built nor recorded as exported (the
+        # server ran the whole stream to answer HEAD, and the audit said it was sent).
+        response: HttpResponse | StreamingHttpResponse = (
+            HttpResponse(content_type="application/zip")
+            if request.method == "HEAD"
+            else StreamingHttpResponse(stream(), content_type="application/zip")
+        )
         response["Content-Disposition"] = f'attachment; filename="{export_name()}"'
         # For a progress bar (the web app's export button): how many files the archive will hold.
         response["X-Brain-Export-Files"] = str(len(plan))

@@ -53,6 +53,12 @@ def unknown_name(name: object) -> str:
     return text if _ARGUMENT_NAME.fullmatch(text) else "(a name that is not one of ours)"
 
 
+def unknown_parameters(names: list[str]) -> str:
+    """The refusal of query parameters an endpoint does not read: the first ten, each through
+    ``unknown_name``."""
+    return f"Unknown query parameter(s): {', '.join(unknown_name(name) for name in names[:MAX_PROBLEMS_SHOWN])}."
+
+
 def argument_problems(invalid: ArgsInvalid, *, whole: str = "arguments") -> list[tuple[str, str]]:
     """Each wrong argument of a pydantic refusal as (where, what), for an error message.
 

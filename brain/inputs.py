@@ -28,7 +28,7 @@ from urllib.parse import unquote_to_bytes
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
-from brain.errors import error_response
+from brain.errors import error_response, shown
 from brain.text.secrets import refused, unstorable
 
 MAX_JSON_DEPTH = 64
@@ -249,7 +249,7 @@ class HostileInputMiddleware:
             return None
         for name, values in request.POST.lists():
             if _CONTROL.search(name) or any(_CONTROL.search(value) for value in values):
-                message = f"the form field {name[:64]!r} contains a control character"
+                message = f"the form field {shown(name)!r} contains a control character"
                 return error_response(request, 400, "bad_request", message)
         return None
 
