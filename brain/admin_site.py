@@ -25,7 +25,8 @@ from django.contrib.admin import helpers
 from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import ValidationError
 from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.urls import NoReverseMatch, URLPattern, URLResolver, path
 
 View = TypeVar("View", bound=Callable[..., Any])
 
@@ -83,6 +84,21 @@ def guarded_changelist(
     return changelist
 
 
+VIEW_ON_SITE_ROUTE = "r/<int:content_type_id>/<path:object_id>/"  # as django.contrib.admin routes it
+
+
+def view_on_site(request: HttpRequest, content_type_id: int, object_id: str) -> HttpResponse:
+    """The admin's "View on site" redirect (contenttypes' shortcut); an object whose
+    ``get_absolute_url`` names no route of this site has no page: 404."""
+    # Imported here: contenttypes' views import its model, and this module loads with the apps.
+    from django.contrib.contenttypes import views as contenttype_views
+
+    try:
+        return contenttype_views.shortcut(request, content_type_id, object_id)
+    except NoReverseMatch as exc:
+        raise Http404("That object has no page on this site.") from exc
+
+
 class BrainAdminSite(admin.AdminSite):
     """The admin site: every model's change list is guarded (see the module's docstring), and
     its sign-in form bounds the username (``brain.sign_in_forms``)."""
@@ -95,6 +111,17 @@ class BrainAdminSite(admin.AdminSite):
 
         self.login_form = AdminSignInForm
         return sign_in_limited(request) or super().login(request, extra_context)
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        # "View on site" follows the model's get_absolute_url; a package's model may name a
+        # URL this site does not serve (oauth2_provider's Application names the toolkit's own
+        # client-management pages): that object has no page here, a 404, not a server error.
+        return [
+            path(VIEW_ON_SITE_ROUTE, self.admin_view(view_on_site), name="view_on_site")
+            if getattr(pattern, "name", None) == "view_on_site"
+            else pattern
+            for pattern in super().get_urls()
+        ]
 
     def admin_view(self, view: View, cacheable: bool = False) -> View:
         model_admin = getattr(view, "__self__", None)

@@ -50,6 +50,7 @@ class BrainApplicationAdmin(OfferedToAdministrators, ApplicationAdmin):  # type:
     URIs follow registration's rules, and each save is audited."""
 
     form = BrainApplicationForm
+    view_on_site = False  # a client has no page of its own here (the toolkit's pages are not served)
     actions = ["revoke_and_remove"]
     readonly_fields = (*ApplicationAdmin.readonly_fields, "skip_authorization")
 

@@ -176,6 +176,36 @@ class AdminEdgesAsSuperuserTests(BrainTestCase):
                         failures.append(f"{prefix}{value}/{suffix}")
         assert not failures, "\n".join(failures)
 
+    def test_view_on_site_never_answers_a_server_error(self) -> None:
+        """Every registered model that names a page of its own (``get_absolute_url``): its
+        change page and the admin's "View on site" redirect for its objects, a package's too."""
+        from django.contrib.contenttypes.models import ContentType
+        from oauth2_provider.models import get_application_model
+
+        get_application_model().objects.create(
+            name="Desktop agent", client_type="public", authorization_grant_type="authorization-code",
+            redirect_uris="http://127.0.0.1:8765/callback",
+        )  # fmt: skip
+        failures, tried = [], 0
+        for prefix, model_admin in registered():
+            model = model_admin.model
+            if not hasattr(model, "get_absolute_url"):
+                continue
+            content_type = ContentType.objects.get_for_model(model)
+            for obj in model._default_manager.all()[:3]:
+                tried += 1
+                for url in (f"{prefix}{obj.pk}/change/", f"/admin/r/{content_type.pk}/{obj.pk}/"):
+                    if self.client.get(url).status_code >= 500:
+                        failures.append(url)
+        assert not failures, "\n".join(failures)
+        assert tried >= 1
+        # A client has no page here: no link to one, and the redirect is a plain 404.
+        application = get_application_model().objects.get()
+        change = self.client.get(f"/admin/oauth2_provider/application/{application.pk}/change/")
+        assert "View on site" not in change.content.decode()
+        content_type = ContentType.objects.get_for_model(application)
+        assert self.client.get(f"/admin/r/{content_type.pk}/{application.pk}/").status_code == 404
+
     def test_the_sign_in_attempts_clean_up_works(self) -> None:
         import datetime as dt
 
