@@ -196,6 +196,31 @@ def tsquery_sql(query: str) -> tuple[str, list[Any]] | None:
     return "(" + " || ".join(parts) + ")", params
 
 
+# A query's operators in websearch syntax: a "quoted phrase" (to the end when unclosed), and a
+# -term or -"phrase" starting a word ("x-ray" is a word, not an exclusion).
+_OPERATOR = re.compile(r'(?<!\S)-?"[^"]*(?:"|$)|(?<!\S)-[^\s"]+')
+
+
+def has_operators(query: str) -> bool:
+    """Whether ``query`` quotes a phrase or excludes a term."""
+    return bool(_OPERATOR.search(lexical.latin_part(query)))
+
+
+def operators_sql(query: str, column: str) -> tuple[str, list[Any]] | None:
+    """SQL true for a row whose tsvector ``column`` honours the query's operators — holds each
+    "quoted phrase" and none of the -excluded terms — or None when the query has none.
+
+    Every arm's results must pass it, not only the lexical arm's: meaning finds a chunk about
+    "discount policy" for ``discount -policy`` too, and a result holding what its author
+    excluded reads as wrong. Operators of stop words alone constrain nothing (``-"the"``).
+    """
+    operators = " ".join(match.group(0) for match in _OPERATOR.finditer(lexical.latin_part(query)))
+    if not operators:
+        return None
+    constraint = "websearch_to_tsquery('english', %s)"
+    return f"(numnode({constraint}) = 0 OR {column} @@ {constraint})", [operators, operators]
+
+
 @dataclass(frozen=True)
 class LexicalQuery:
     """The lexical arm's SQL: ``source`` is a one-row subquery (aliased ``q``) with the tsquery
@@ -234,10 +259,10 @@ def lexical_query(query: str, mode: str = "any") -> LexicalQuery | None:
     strict = tsquery_sql(query)
     if strict is None:
         return None
-    latin = lexical.latin_part(query)
-    if mode == "and" or '"' in latin or re.search(r"(^|\s)-\w", latin) or lexical.query_terms(query):
+    if mode == "and" or has_operators(query) or lexical.query_terms(query):
         sql, params = strict
         return LexicalQuery(f"(SELECT {sql} AS query)", params, "ts_rank(c.search_vector, q.query, 1)")
+    latin = lexical.latin_part(query)
     return LexicalQuery(
         "(SELECT m.match AS query, m.every, m.terms, m.weights FROM brain_lexical_query(%s, %s, %s, %s) m)",
         [latin, COMMON_TERM_SHARE, COMMON_TERM_CHUNKS, MAX_TERMS],
@@ -265,12 +290,15 @@ def _candidates(
     exact_fraction: float,
     work_mem: str,
     page_support: bool = False,
+    required: tuple[str, list[Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Both arms in one statement: (arm, chunk id, raw score, rank, coverage, page fields,
     chunk text, page centroid similarity, page second-best similarity).
 
     With ``page_support`` (and a vector), the last two are each semantic candidate page's
-    similarity to the query as a whole (``corpus.page_support``); otherwise NULL."""
+    similarity to the query as a whole (``corpus.page_support``); otherwise NULL. ``required``
+    (``operators_sql`` over ``c.search_vector``) is a condition every semantic candidate meets
+    inside its LIMIT, so a filtered arm still fills (the lexical arm's query holds it already)."""
     # The caller's visible pages are computed once (MATERIALIZED, just their live revision
     # ids). Every candidate chunk is then checked, and later mapped to its page, by a
     # per-row lookup that the planner cannot turn into a join:
@@ -287,6 +315,7 @@ def _candidates(
     )
     arms: list[str] = []
     params: list[Any] = []
+    required_sql, required_params = (f"AND {required[0]}", required[1]) if required is not None else ("", [])
     # Window functions run before LIMIT, so ranks are numbered outside the limited inner
     # query; otherwise every visible row would be scored and sorted.
     if vector is not None:
@@ -299,7 +328,7 @@ def _candidates(
         # LATERAL ... OFFSET 0 lists them by revision through the index, where a join
         # hashed all of corpus_revisionchunk: 10 ms at 100k chunks).
         arms.append(
-            """(SELECT 'semantic' AS arm, s.chunk_id, 1 - s.distance AS raw,
+            f"""(SELECT 'semantic' AS arm, s.chunk_id, 1 - s.distance AS raw,
                    row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank, NULL::float8 AS coverage
               FROM (SELECT c.id AS chunk_id, c.embedding <=> %s::vector AS distance
                       FROM corpus_chunk c
@@ -308,18 +337,20 @@ def _candidates(
                            SELECT rc.chunk_id FROM vis, LATERAL (
                                SELECT rc.chunk_id FROM corpus_revisionchunk rc
                                 WHERE rc.revision_id = vis.current_revision_id OFFSET 0) rc))
+                       {required_sql}
                      ORDER BY (c.embedding <=> %s::vector) + 0 LIMIT %s) s)"""
         )
-        params += [vector, vector, limit]
+        params += [vector, *required_params, vector, limit]
         arms.append(
             f"""(SELECT 'semantic' AS arm, s.chunk_id, 1 - s.distance AS raw,
                    row_number() OVER (ORDER BY s.distance, s.chunk_id) AS rank, NULL::float8 AS coverage
               FROM (SELECT c.id AS chunk_id, c.embedding <=> %s::vector AS distance
                       FROM corpus_chunk c
                      WHERE NOT (SELECT exact FROM vis_count) AND c.embedding IS NOT NULL AND {live}
+                       {required_sql}
                      ORDER BY c.embedding <=> %s::vector LIMIT %s) s)"""
         )
-        params += [vector, vector, limit]
+        params += [vector, *required_params, vector, limit]
     if tsquery is not None:
         # Two stages: the matching chunks of live pages by plain ts_rank (one call a row),
         # then the best few hundred rescored by the arm's own score (one ts_rank per query
@@ -636,6 +667,7 @@ def search(
             exact_fraction=float(config["EXACT_FRACTION"]),
             work_mem=f"{int(config['WORK_MEM_MB'])}MB",
             page_support=support,
+            required=operators_sql(query, "c.search_vector"),
         )
         response.timings_ms["database"] = (time.perf_counter() - started) * 1000
         candidates: dict[tuple[str, str], _Candidate] = {}

@@ -38,7 +38,7 @@ from brain import embeddings, fusion
 from brain.vector_scan import ScanRule, hnsw_settings_sql
 from brain.vectors import current_model_q
 from corpus.lexical import normalise
-from corpus.search import query_embedding, tsquery_sql
+from corpus.search import operators_sql, query_embedding, tsquery_sql
 from grants.models import Member
 from memory.classify import MemoryInvalid, tag_as_stored
 from memory.models import Kind, Memory, MemoryLink, Status, Volatility, Workspace
@@ -207,6 +207,10 @@ def memory_recall(
         base = base.filter(Q(occurred_at__lt=before) | Q(occurred_at__isnull=True, created_at__lt=before))
     if kind:
         base = base.filter(kind=kind)
+    # A "quoted phrase" and a -exclusion hold for what meaning finds too, not only for keywords.
+    required = operators_sql(text, "search_vector")
+    if required is not None:
+        base = base.filter(RawSQL(required[0], required[1], output_field=BooleanField()))
 
     response = Recall(after=after, before=before)
     arms: dict[str, list[tuple[Any, float]]] = {}

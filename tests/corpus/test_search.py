@@ -86,6 +86,22 @@ class SearchTests(BrainTestCase):
         assert [r.path for r in response.results] == ["topics/pricing/price-list.md"]
         assert response.results[0].semantic_rank is None
 
+    def test_phrases_and_exclusions_hold_for_what_meaning_finds_too(self) -> None:
+        """Quotes and -exclusions are the author's orders to every arm: a chunk the semantic arm
+        finds by meaning is dropped when it lacks the phrase or holds an excluded word."""
+        everything = search(principal=self.bob, query="seats billing prorated", k=10).results
+        assert any(r.semantic_rank and not r.lexical_rank for r in everything)  # meaning alone finds some
+        for query, absent in [("seats -prorated", "prorated"), ("plan -plan", "plan"), ("billing -seat", "seat")]:
+            results = search(principal=self.bob, query=query, k=10).results
+            assert all(absent not in r.body.lower() for r in results), (query, [r.body for r in results])
+        phrased = search(principal=self.bob, query='"billed per seat"', k=10).results
+        assert [(r.path, r.heading_path) for r in phrased] == [("topics/pricing/price-list.md", "Price list > Plans")]
+        # No page holds this phrase: nothing, not the chunk meaning finds closest.
+        assert search(principal=self.bob, query='"per seat per month"', k=10).results == []
+        # A phrase of stop words alone constrains nothing; a hyphenated word is no exclusion.
+        assert search(principal=self.bob, query='seats -"the"', k=3).results
+        assert search(principal=self.bob, query="mid-term seats", k=3).results
+
     def test_filters(self) -> None:
         assert set(self.paths(self.bob, "office", prefix="topics/japan/")) == {"topics/japan/tokyo-office.md"}
         assert set(self.paths(self.bob, "plan", category="pricing")) == {"topics/pricing/price-list.md"}

@@ -389,6 +389,17 @@ class RecallTests(MemoryTestCase):
         kept.refresh_from_db()
         assert kept.recall_count == 1
 
+    def test_phrases_and_exclusions_hold_for_what_meaning_finds_too(self) -> None:
+        nightly = self.remember("The staging database is rebuilt every night at 2am.")
+        evening = self.remember("Staging data is wiped each evening.")
+        assert {item.memory.pk for item in memory_recall(actor=self.alice, query="when is staging reset?").results} == {
+            nightly.pk, evening.pk,
+        }  # fmt: skip
+        excluded = memory_recall(actor=self.alice, query="when is staging reset? -evening").results
+        assert [item.memory.pk for item in excluded] == [nightly.pk]
+        phrased = memory_recall(actor=self.alice, query='"wiped each evening"').results
+        assert [item.memory.pk for item in phrased] == [evening.pk]
+
     def test_cjk_and_full_width_keywords_with_the_embedder_off(self) -> None:
         tokyo = self.remember("東京オフィスは午前9時に開きます。")
         pg = self.remember("ＰｏｓｔｇｒｅＳＱＬ backups run nightly.")
