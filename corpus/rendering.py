@@ -55,10 +55,13 @@ def _link_open(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> 
     resolved = _resolve(env["page_path"], href)
     if resolved is not None:
         target, url = resolved
-        token.attrSet("href", url)
         if target in env["unavailable"]:
+            # No href: the reader sees the link's words, marked, and nothing to follow into a 404.
+            del token.attrs["href"]
             token.attrSet("class", "unavailable")
             token.attrSet("title", "Not available to you")
+        else:
+            token.attrSet("href", url)
     elif "://" in href:
         token.attrSet("rel", "noopener noreferrer nofollow")
     return str(renderer.renderToken(tokens, idx, options, env))
@@ -168,7 +171,8 @@ def render_markdown(
     """HTML for ``body``; raw HTML in the Markdown is shown as text.
 
     Links to the pages in ``unavailable`` (missing, or not readable by this reader — the
-    caller never says which) are marked "not available to you" instead of leading to a 404.
+    caller never says which) are marked "not available to you" and lead nowhere (no ``href``),
+    instead of to a 404.
     With ``title``, a first ``# <title>`` heading is left out (``without_title_heading``) and
     its anchor is left to the page's own ``h1`` (``page_detail.html`` gives it the same slug).
     ``heading_ids``: headings carry the ids citations point at; a caller rendering several

@@ -119,6 +119,9 @@ class BrowseAndPageTests(BrainTestCase):
         assert "12.5 EUR" in body
         # Bob cannot read the discount policy; a missing page is marked the same way.
         assert body.count('class="unavailable"') == 2
+        # ... as words, not links to follow into a 404.
+        assert body.count('<a class="unavailable" title="Not available to you">') == 2
+        assert 'href="/pages/topics/pricing/discount-policy.md"' not in body
         assert "history" in body
 
     def test_a_figure_links_its_capture_only_for_those_who_may_open_it(self) -> None:
