@@ -24,16 +24,38 @@ from django.utils.html import format_html, format_html_join
 
 from accounts import services
 from accounts.models import Invitation, SignedInSession
+from brain.forms import refuse_typed_secrets
 from builds.models import Build
-from grants.admin import MemberAdmin, ServiceAccountAdmin, TolerantAutocompleteSelect, admin_actor, integer_pk
+from grants.admin import (
+    MemberAdmin,
+    ServiceAccountAdmin,
+    TolerantAutocompleteSelect,
+    admin_actor,
+    clean_new_email,
+    clean_new_username,
+    integer_pk,
+)
 from grants.models import Member, ServiceAccount
 from oauth.selectors import connections_for
 
 
 class InviteForm(forms.Form):
+    """Who to invite; every problem the service would refuse is shown beside its field first."""
+
     username = forms.CharField(max_length=150, help_text="Letters, digits and @/./+/-/_ only.")
     email = forms.EmailField(max_length=254, help_text="The invitation link is sent here. It works once and expires.")
     role = forms.ChoiceField(choices=Member.Role.choices, initial=Member.Role.MEMBER)
+
+    def clean_username(self) -> str:
+        return clean_new_username(self.cleaned_data.get("username"))
+
+    def clean_email(self) -> str:
+        return clean_new_email(str(self.cleaned_data.get("email") or "").strip())
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        refuse_typed_secrets(self, ["username", "email"])
+        return cleaned
 
 
 # The builds' requester: the field a reassignment sets. The member search behind the picker

@@ -84,6 +84,33 @@ def guarded_changelist(
     return changelist
 
 
+def guarded_changeform(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``view`` (a model's add or change form) with a refusal raised while saving shown on the
+    form, not as a bare error page.
+
+    The forms check what they can before saving, but a write can still be refused after they
+    passed: two administrators adding "racer" at once both pass the form, and the second is
+    refused by the service inside its transaction (rolled back whole). The form is then
+    validated again, which now names the problem beside its field with what was typed kept; a
+    refusal the form cannot see is shown as a message over the form, opened afresh.
+    """
+
+    def changeform(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method != "POST":
+            return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except ValidationError:
+            pass
+        try:
+            return view(request, *args, **kwargs)
+        except ValidationError as error:
+            messages.error(request, "Not saved: " + "; ".join(error.messages))
+            return HttpResponseRedirect(request.get_full_path())
+
+    return changeform
+
+
 VIEW_ON_SITE_ROUTE = "r/<int:content_type_id>/<path:object_id>/"  # as django.contrib.admin routes it
 
 
@@ -100,8 +127,9 @@ def view_on_site(request: HttpRequest, content_type_id: int, object_id: str) -> 
 
 
 class BrainAdminSite(admin.AdminSite):
-    """The admin site: every model's change list is guarded (see the module's docstring), and
-    its sign-in form bounds the username (``brain.sign_in_forms``)."""
+    """The admin site: every model's change list is guarded (see the module's docstring), a
+    refusal while saving a form is shown on the form (``guarded_changeform``), and its
+    sign-in form bounds the username (``brain.sign_in_forms``)."""
 
     def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         # Imported at the first sign-in: this module is loaded while the apps are being
@@ -125,8 +153,11 @@ class BrainAdminSite(admin.AdminSite):
 
     def admin_view(self, view: View, cacheable: bool = False) -> View:
         model_admin = getattr(view, "__self__", None)
-        if isinstance(model_admin, admin.ModelAdmin) and getattr(view, "__name__", "") == "changelist_view":
+        name = getattr(view, "__name__", "")
+        if isinstance(model_admin, admin.ModelAdmin) and name == "changelist_view":
             view = cast(View, guarded_changelist(model_admin, view))
+        if isinstance(model_admin, admin.ModelAdmin) and name in ("add_view", "change_view"):
+            view = cast(View, guarded_changeform(view))
         return super().admin_view(view, cacheable)
 
 

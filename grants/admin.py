@@ -174,6 +174,28 @@ SLACK_LINKED_BY_THE_PERSON = (
 )
 
 
+def clean_new_username(value: Any) -> str:
+    """A new member's username as ``member_create`` will store it, or the form error saying why
+    not (the service checks again inside its transaction)."""
+    User = get_user_model()
+    username = str(User.normalize_username(str(value or "").strip()))
+    if not username:
+        raise ValidationError("A username is required to add a member.")
+    field = User._meta.get_field(User.USERNAME_FIELD)
+    for validator in getattr(field, "validators", []):
+        validator(username)
+    if services.username_taken(username):
+        raise ValidationError(f"A user named {username!r} already exists.")
+    return username
+
+
+def clean_new_email(email: str) -> str:
+    """A new member's email (may be empty), or the form error saying why not."""
+    if email and services.email_in_use(email):
+        raise ValidationError("Another member already uses this email address.")
+    return email
+
+
 class NoSecretInTheLogin(forms.ModelForm):
     """A login's username and email are shown in every list, audit view and log: a key pasted
     into either is refused beside the field (``member_create`` refuses it again)."""
@@ -213,24 +235,13 @@ class MemberForm(NoSecretInTheLogin):
         }
 
     def clean_username(self) -> str:
-        User = get_user_model()
-        username = User.normalize_username(str(self.cleaned_data.get("username") or "").strip())
         if self.instance.pk is not None:
-            return username
-        if not username:
-            raise ValidationError("A username is required to add a member.")
-        field = User._meta.get_field(User.USERNAME_FIELD)
-        for validator in getattr(field, "validators", []):
-            validator(username)
-        if services.username_taken(username):
-            raise ValidationError(f"A user named {username!r} already exists.")
-        return username
+            return str(self.cleaned_data.get("username") or "").strip()
+        return clean_new_username(self.cleaned_data.get("username"))
 
     def clean_email(self) -> str:
         email = str(self.cleaned_data.get("email") or "").strip()
-        if self.instance.pk is None and email and services.email_in_use(email):
-            raise ValidationError("Another member already uses this email address.")
-        return email
+        return clean_new_email(email) if self.instance.pk is None else email
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

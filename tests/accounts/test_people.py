@@ -374,6 +374,28 @@ class InvitationTests(BrainTestCase):
                 assert "already" in response.content.decode()
                 assert not Member.objects.filter(user__username=username).exists()
 
+    def test_every_problem_is_shown_beside_its_field_with_what_was_typed(self) -> None:
+        """A key typed as the name or the address was a bare "Bad request" page; a taken name
+        or address an error above the form. Now each beside its field, nothing sent or made."""
+        key_name = "ghp_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+        cases = [
+            ({"username": key_name}, "username", "This looks like a secret", key_name),
+            ({"email": "AKIAIOSFODNN7EXAMPLE@example.com"}, "email", "This looks like a secret", "AKIAIOSFODNN7"),
+            ({"username": "Alice"}, "username", "A user named &#x27;Alice&#x27; already exists.", None),
+            ({"email": "ALICE@example.com"}, "email", "Another member already uses this email address.", None),
+        ]
+        for typed, field, message, never_shown in cases:
+            data = {"username": "dana", "email": "dana@example.com", "role": "member", **typed}
+            answer = self.admin.post("/admin/grants/member/invite/", data)
+            assert answer.status_code == 200, typed
+            form = answer.context["form"]
+            assert any(message.replace("&#x27;", "'") in error for error in form.errors[field]), form.errors
+            page = answer.content.decode()
+            if never_shown:
+                assert never_shown not in page
+        assert not mail.outbox
+        assert not Member.objects.filter(user__username="dana").exists()
+
     def test_a_new_invitation_withdraws_the_old_link(self) -> None:
         self.invite()
         first = self.link()

@@ -83,6 +83,21 @@ class ConcurrentAddTests(TransactionTestCase):
         assert get_user_model().objects.filter(email__iexact="carol@example.com").count() == 1
 
 
+    def test_the_add_form_at_once_names_the_problem_beside_the_field(self) -> None:
+        """Both forms passed; the service refused the second inside its transaction. It was a
+        bare "Bad request" page; now the form again, the name's problem beside it, typed values kept."""
+        answer = post_while_another_adds(
+            lambda: member_create(actor=SYSTEM, username="racer", email="racer@example.com"),
+            "/admin/grants/member/add/",
+            {"username": "racer", "email": "second@example.com", "password": "", "role": "member"},
+        )
+        assert answer.status_code == 200
+        page = answer.content.decode()
+        assert "A user named &#x27;racer&#x27; already exists." in page
+        assert 'value="second@example.com"' in page
+        assert get_user_model().objects.filter(username="racer").count() == 1
+
+
 class ConcurrentNamesTests(TransactionTestCase):
     """Two administrators adding a group or a service account of one name at once: the second
     is told beside the field (it was a 500 from the unique index)."""
