@@ -12,10 +12,46 @@ bounded: a lying count cannot hide a directory of a million entries.
 from __future__ import annotations
 
 import io
+import re
+import stat
 import struct
+import zipfile
 from typing import IO
 
 FINDER_FOLDER = "__MACOSX/"
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def entry_path_problem(path: str, *, max_length: int) -> str | None:
+    """Why an entry's name (a folder's without its ``/``) is not a safe relative POSIX path,
+    or None. Rejected, never repaired: nothing is unpacked to disk, but a name that would
+    climb out of its folder or be read differently elsewhere is no name to import by."""
+    if not path:
+        return "an empty path"
+    if "\x00" in path:
+        return "unsafe path (a NUL character)"
+    if "\\" in path:
+        return "unsafe path (a backslash; paths use /)"
+    if _CONTROL.search(path):
+        return "unsafe path (a control character)"
+    if path.startswith("/") or _DRIVE.match(path):
+        return "unsafe path (absolute)"
+    segments = path.split("/")
+    if ".." in segments:
+        return "unsafe path (a '..' segment)"
+    if any(segment in ("", ".") for segment in segments):
+        return "unsafe path (an empty or '.' segment)"
+    if len(path) > max_length:
+        return f"path longer than {max_length:,} characters"
+    return None
+
+
+def symbolic_link(info: zipfile.ZipInfo) -> bool:
+    """Whether the entry is a symbolic link (Unix zips keep the mode in the external attributes):
+    its content is a target path, not a file's text, and an import reads files only — as the
+    folder readers skip or refuse links."""
+    return stat.S_ISLNK(info.external_attr >> 16)
 
 
 def finder_metadata(name: str) -> bool:

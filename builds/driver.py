@@ -35,8 +35,8 @@ from django.utils import timezone
 from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_finish
-from brain.text.secrets import NulRefused, SecretRefused, mask
-from brain.zips import directory_problem, finder_metadata
+from brain.text.secrets import NulRefused, SecretRefused, mask, redact
+from brain.zips import directory_problem, entry_path_problem, finder_metadata, symbolic_link
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -70,6 +70,10 @@ def driver_settings() -> dict[str, int]:
 # --------------------------------------------------------------------------- reading a tree
 
 
+MAX_ENTRY_NAME = 1_000  # characters of an archive entry's name (page paths are at most 255)
+MAX_SHOWN_NAME = 200  # of which an error repeats at most this many
+
+
 class ArchiveRefused(DomainError, ValueError):
     """A folder or zip that cannot be imported as it is; the message says why."""
 
@@ -99,6 +103,24 @@ def files_from_folder(root: Path) -> list[tuple[str, str]]:
         except (OSError, UnicodeDecodeError):
             raise ArchiveRefused(f"{relative} is not readable as UTF-8 text") from None
     return files
+
+
+def _refuse_entry(info: zipfile.ZipInfo) -> None:
+    """Refuse the archive for an entry that is not imported yet must not be passed over: an
+    unsafe name (``../``, absolute, a backslash), a symbolic link, or a page file whose
+    ``.md`` is not lower case — ignoring it would import the archive less that page, silently.
+    Other files (images, the export's originals) are left out, as they always were."""
+    name = info.orig_filename
+    if finder_metadata(name):
+        return
+    shown = redact(name[:MAX_SHOWN_NAME])
+    problem = entry_path_problem(name.removesuffix("/") if info.is_dir() else name, max_length=MAX_ENTRY_NAME)
+    if problem is not None:
+        raise ArchiveRefused(f"{shown}: {problem}")
+    if symbolic_link(info):
+        raise ArchiveRefused(f"{shown} is a symbolic link; an import reads files only")
+    if name.lower().endswith(".md") and not name.endswith(".md"):
+        raise ArchiveRefused(f"{shown}: a page file's name ends in .md, lower case (the name is the page path)")
 
 
 def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
@@ -131,6 +153,8 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
     with archive:
         if any("\x00" in info.orig_filename for info in archive.infolist()):
             raise ArchiveRefused("a member name contains a NUL character (member names are page paths)")
+        for info in archive.infolist():
+            _refuse_entry(info)
         # macOS Finder's "Compress" adds an __MACOSX/ copy of every file's resource fork (binary,
         # "._name.md"): not a page (no page path starts so), and refusing it refused the archive.
         entries = [

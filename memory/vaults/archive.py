@@ -12,13 +12,14 @@ listed, never inflated. Every problem found is named at once (``ImportRefused``)
 from __future__ import annotations
 
 import tempfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
-from brain.zips import directory_problem
+from brain.zips import directory_problem, symbolic_link
 from memory.vaults.common import ImportRefused, path_problem, shown_path
 
 CHUNK = 1024 * 1024
@@ -88,7 +89,9 @@ def read_zip(
         chosen = select_entries(archive, wanted=wanted, limits=limits, budget=budget, what=what)
         contents = ZipContents(others=chosen.others)
         for info in chosen.infos:
-            contents.files[info.orig_filename] = inflate(archive, info)
+            # By its composed (NFC) name: macOS zips "Réunion.md" decomposed, and the same vault
+            # zipped there and elsewhere must be the same notes (its origins, its [[links]]).
+            contents.files[unicodedata.normalize("NFC", info.orig_filename)] = inflate(archive, info)
         return contents
 
 
@@ -119,10 +122,16 @@ def select_entries(
             continue
         if directory:
             continue
-        if name in seen:
-            problems.append(f"{name}: the archive holds it twice")
+        if symbolic_link(info):
+            problems.append(f"{shown_path(name)}: a symbolic link (an import reads files only)")
             continue
-        seen.add(name)
+        # One name, however it is encoded or capitalised: "Plan.md" and "plan.md" are one file
+        # on macOS and Windows, and which of the two a note's [[link]] means is anyone's guess.
+        same = unicodedata.normalize("NFC", name).casefold()
+        if same in seen:
+            problems.append(f"{shown_path(name)}: the archive holds it twice (names differing in case are one)")
+            continue
+        seen.add(same)
         if not wanted(name):
             selection.others.append(name)
             continue

@@ -24,7 +24,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from brain.domain import DomainError
-from brain.text.secrets import refuse
+from brain.text.secrets import redact, refuse
+from brain.zips import entry_path_problem
 from grants.models import Member
 from memory.classify import MemoryInvalid, normalise_tags
 from memory.models import Memory, MemoryLink
@@ -47,7 +48,6 @@ MAX_ORIGIN = 300  # Memory.origin's length
 MAX_PATH = 1_000
 SHOWN_PROBLEMS = 3  # how many problems the exception message itself names (all are in .problems)
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -55,7 +55,10 @@ class ImportRefused(MemoryInvalid):
     """Nothing was imported; ``problems`` names every bad note or entry (``"<path>: <rule>"``)."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
+        # A problem names its note by path, and a file's name may itself be a key: masked here,
+        # once, for every place that shows them (the REST answer, the web page, the job's record).
+        self.problems = [redact(problem) for problem in problems]
+        problems = self.problems
         shown = "; ".join(problems[:SHOWN_PROBLEMS])
         more = f" (and {len(problems) - SHOWN_PROBLEMS} more)" if len(problems) > SHOWN_PROBLEMS else ""
         super().__init__(f"nothing was imported: {shown}{more}")
@@ -68,24 +71,7 @@ def shown_path(path: str) -> str:
 
 def path_problem(path: str) -> str | None:
     """Why ``path`` is not a safe relative POSIX path, or None. Rejected, never repaired."""
-    if not path:
-        return "an empty path"
-    if "\x00" in path:
-        return "unsafe path (a NUL character)"
-    if "\\" in path:
-        return "unsafe path (a backslash; paths use /)"
-    if _CONTROL.search(path):
-        return "unsafe path (a control character)"
-    if path.startswith("/") or _DRIVE.match(path):
-        return "unsafe path (absolute)"
-    segments = path.split("/")
-    if ".." in segments:
-        return "unsafe path (a '..' segment)"
-    if any(segment in ("", ".") for segment in segments):
-        return "unsafe path (an empty or '.' segment)"
-    if len(path) > MAX_PATH:
-        return f"path longer than {MAX_PATH:,} characters"
-    return None
+    return entry_path_problem(path, max_length=MAX_PATH)
 
 
 @dataclass

@@ -1,0 +1,117 @@
+"""Hostile archives at both zip importers (a build's pages, a vault's notes), over REST: names that
+are keys, climb out, link elsewhere, or differ only by case or Unicode encoding."""
+
+from __future__ import annotations
+
+import io
+import stat
+import unicodedata
+import zipfile
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from builds.models import Build
+from grants.models import Member
+from grants.principals import SYSTEM
+from grants.services import grant_issue, member_create
+from memory.models import Memory
+from memory.tokens import api_token_issue
+from tests.base import page_markdown
+
+pytestmark = pytest.mark.django_db
+
+AWS = "AKIAQWERTYUIOPASDFGH"  # AKIA + 16 upper-case letters
+
+
+def zip_of(files: dict[str, Any], *, symlinks: tuple[str, ...] = ()) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            if name in symlinks:
+                info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def alice() -> Member:
+    alice = member_create(actor=SYSTEM, username="alice")
+    grant_issue(actor=SYSTEM, member=alice, path="topics/", permission="suggest")
+    return alice
+
+
+def build_import(member: Member, data: bytes) -> Any:
+    token = api_token_issue(actor=member, name="t", scopes=["corpus:read", "builds:write"])[1]
+    upload = io.BytesIO(data)
+    upload.name = "pages.zip"
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}").post("/api/v1/builds/import", {"archive": upload})
+
+
+def vault_import(member: Member, data: bytes) -> Any:
+    token = api_token_issue(actor=member, name="v")[1]
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}").post(
+        "/api/memory/import/obsidian?vault=V", data=data, content_type="application/zip"
+    )
+
+
+# ----------------------------------------------------------------- obsidian vault import (memories)
+
+
+def test_vault_refusal_never_echoes_a_secret_in_a_file_name(alice: Member) -> None:
+    answer = vault_import(alice, zip_of({f"notes/{AWS}.md": "hello"}))
+    assert answer.status_code == 400
+    assert AWS not in answer.content.decode(), answer.content  # the background path strips it
+
+
+def test_vault_unsafe_path_refusal_never_echoes_a_secret(alice: Member) -> None:
+    answer = vault_import(alice, zip_of({f"../{AWS}.md": "hello"}))
+    assert answer.status_code == 400
+    assert AWS not in answer.content.decode(), answer.content
+
+
+def test_the_same_vault_zipped_on_macos_reimports_unchanged(alice: Member) -> None:
+    """macOS zips names decomposed (NFD), Linux/Windows composed (NFC): the same vault, the same notes."""
+    notes = {"Café/Réunion.md": "We ship on Thursdays.", "Plan.md": "See [[Réunion]]."}
+    first = vault_import(alice, zip_of({unicodedata.normalize("NFC", k): v for k, v in notes.items()}))
+    assert first.status_code == 200, first.content
+    again = vault_import(alice, zip_of({unicodedata.normalize("NFD", k): v for k, v in notes.items()}))
+    assert again.status_code == 200, again.content
+    assert again.json()["outcomes"] == {"unchanged": 2}, again.json()["outcomes"]
+
+
+def test_vault_refuses_names_equal_but_for_case(alice: Member) -> None:
+    answer = vault_import(alice, zip_of({"notes/Plan.md": "first", "notes/plan.md": "second"}))
+    assert answer.status_code == 400, answer.json()["outcomes"]
+
+
+def test_vault_refuses_a_symlink_entry(alice: Member) -> None:
+    data = zip_of({"notes/a.md": "hello", "notes/l.md": "/etc/passwd"}, symlinks=("notes/l.md",))
+    answer = vault_import(alice, data)
+    assert answer.status_code == 400, answer.content
+    assert not Memory.objects.filter(author=alice).exists()
+
+
+# ----------------------------------------------------------------- build import (corpus pages)
+
+
+def test_build_import_refuses_a_symlink_entry(alice: Member) -> None:
+    data = zip_of({"topics/link.md": page_markdown(owner="alice", title="link")}, symlinks=("topics/link.md",))
+    answer = build_import(alice, data)
+    assert 400 <= answer.status_code < 500, answer.content
+    assert not Build.objects.exists()
+
+
+def test_build_import_refuses_unsafe_names_of_entries_it_does_not_import(alice: Member) -> None:
+    data = zip_of({"topics/ok.md": page_markdown(owner="alice", title="ok"), "../../etc/cron.d/evil": "x"})
+    answer = build_import(alice, data)
+    assert 400 <= answer.status_code < 500, answer.content
+
+
+def test_build_import_does_not_silently_drop_upper_case_md(alice: Member) -> None:
+    data = zip_of({"topics/ok.md": page_markdown(owner="alice", title="ok"), "topics/Other.MD": "x"})
+    answer = build_import(alice, data)
+    assert 400 <= answer.status_code < 500, answer.content
