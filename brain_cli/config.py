@@ -55,7 +55,21 @@ def load() -> Settings | None:
     token = env_token or (saved.get("token") or "" if not env_url or _same(env_url, saved.get("url", "")) else "")
     if token and not (token.isascii() and token.isprintable()):
         raise ConfigInvalid("the token holds characters a token never has: copy it again from your Brain")
+    problem = url_problem(url) if url else None
+    if problem is not None:
+        raise ConfigInvalid(("BRAIN_URL: " if env_url else f"{path}: ") + problem)
     return Settings(url=url.rstrip("/"), token=token) if url and token else None
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` is no address to save or call, or None: a user name or password in it would
+    be printed in every message naming the server (the token is what signs you in)."""
+    # Read by hand, not by urlsplit: a malformed address ("http://u:pw@[::1") makes it raise,
+    # and is left to fail as unreachable; its user info must not be printed either.
+    authority = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        return "the URL holds a user name or password: give Brain's address alone (your token signs you in)"
+    return None
 
 
 def _same(one: str, other: str) -> bool:

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import uuid
+import zipfile
 from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
@@ -168,6 +169,9 @@ def setup(ctx: Context, url: str | None, token: str | None) -> None:
     url = url if url is not None else _asked("--url", "Brain URL (e.g. https://brain.example.org)")
     token = token if token is not None else _asked("--token", "Personal token (bmt_…)", hide_input=True)
     settings = config.Settings(url=url.strip().rstrip("/"), token=token.strip())
+    problem = config.url_problem(settings.url)
+    if problem is not None:
+        raise CliError(problem, USAGE)
     if not (settings.token.isascii() and settings.token.isprintable()):
         raise CliError("the token holds characters a token never has: copy it again from your Brain", USAGE)
     try:
@@ -269,7 +273,8 @@ def list_memories(ctx: Context, limit: int, tag: str | None, workspace: str | No
 @command
 def get(ctx: Context, memory_id: str) -> None:
     """Show one memory."""
-    ctx.emit(ctx.api().call("GET", f"/memories/{_memory_id(memory_id)}"), _memory_line)
+    memory_id = _memory_id(memory_id)  # a usage error before "not set up"
+    ctx.emit(ctx.api().call("GET", f"/memories/{memory_id}"), _memory_line)
 
 
 @cli.command()
@@ -279,13 +284,14 @@ def get(ctx: Context, memory_id: str) -> None:
 @command
 def forget(ctx: Context, memory_id: str, yes: bool) -> None:
     """Delete a memory for good."""
+    memory_id = _memory_id(memory_id)  # a usage error before "not set up" or the question
     if not yes:
         if not sys.stdin.isatty():
             # Nobody to ask: "n" piped in was read as a yes. Deleting for good takes --yes.
             raise CliError("forget deletes for good: pass --yes to confirm without a terminal", USAGE)
         if not click.confirm(f"Forget {memory_id} permanently?"):
             raise CliError("not forgotten", REFUSED)
-    answer = ctx.api().call("DELETE", f"/memories/{_memory_id(memory_id)}")
+    answer = ctx.api().call("DELETE", f"/memories/{memory_id}")
     ctx.emit(answer, lambda _: out.print(f"Forgotten: {memory_id}"))
 
 
@@ -296,7 +302,8 @@ def forget(ctx: Context, memory_id: str, yes: bool) -> None:
 @command
 def share(ctx: Context, memory_id: str, workspace: str) -> None:
     """Move a memory to the team layer (or back to yours)."""
-    answer = ctx.api().call("POST", f"/memories/{_memory_id(memory_id)}/share", json={"workspace": workspace})
+    memory_id = _memory_id(memory_id)  # a usage error before "not set up"
+    answer = ctx.api().call("POST", f"/memories/{memory_id}/share", json={"workspace": workspace})
     ctx.emit(answer, lambda _: out.print(f"Moved to {workspace}: {memory_id}"))
 
 
@@ -329,33 +336,63 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
     """Every page and capture you can read, as a ZIP of Markdown (or your memories, --memories). Streamed."""
     if memories and originals:
         raise click.UsageError("--originals goes with the corpus export, not --memories")
+    if output is None and not memories:
+        output = "brain-export.zip"
+    to_stdout = output is None or output == "-"  # "-": standard output, as for any Unix tool
+    target = Path(output or "-")
+    if not to_stdout and not target.parent.is_dir():  # a usage error before "not set up"
+        raise CliError(f"cannot write {output}: the folder {target.parent} does not exist", USAGE)
     chunks = ctx.api().stream(
         "/memories/export" if memories else "/export" + ("?originals=true" if originals else ""),
         media_type="application/x-ndjson" if memories else "application/zip",
     )
-    if output is None and not memories:
-        output = "brain-export.zip"
-    if output is None or output == "-":  # "-": standard output, as for any Unix tool
+    if to_stdout:
         for chunk in chunks:
             sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         return
-    target = Path(output)
-    if not target.parent.is_dir():
-        raise CliError(f"cannot write {output}: the folder {target.parent} does not exist", USAGE)
     # Progress on stderr at a terminal (bytes so far and speed: the size is not known ahead).
     with Progress(TextColumn("Exporting"), DownloadColumn(), TransferSpeedColumn(), console=err,
                   disable=ctx.as_json or not err.is_terminal) as progress:  # fmt: skip
         task = progress.add_task("export", total=None)
-        written = _write_whole(target, chunks, _advancer(progress, task))
+        whole = _whole_lines if memories else _whole_zip
+        written = _write_whole(target, chunks, _advancer(progress, task), whole=whole)
     ctx.emit({"output": output, "bytes": written}, lambda _: err.print(f"Wrote {written:,} bytes to {output}"))
 
 
-def _write_whole(target: Path, chunks: Iterator[bytes], advance: Callable[[int], None] | None = None) -> int:
+def _whole_zip(path: Path) -> bool:
+    """Whether the file is a whole ZIP: its central directory, written last, is there and reads."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError):
+        return False
+    return True
+
+
+def _whole_lines(path: Path) -> bool:
+    """Whether a JSON-lines download ends where a line does (empty, or a last newline)."""
+    size = path.stat().st_size
+    if size == 0:
+        return True
+    with path.open("rb") as handle:
+        handle.seek(size - 1)
+        return handle.read(1) == b"\n"
+
+
+def _write_whole(
+    target: Path,
+    chunks: Iterator[bytes],
+    advance: Callable[[int], None] | None = None,
+    *,
+    whole: Callable[[Path], bool] | None = None,
+) -> int:
     """Write ``chunks`` to ``target`` all or nothing: into a private file beside it, moved over
     ``target`` only when the download ended well. A refused token, an unreachable server or a
     cut stream leaves a previous export where it was (opening ``target`` first emptied it).
-    ``advance`` is told each chunk's size as it is written."""
+    ``advance`` is told each chunk's size as it is written. ``whole`` checks the download is
+    complete: a server (or proxy) ends a streamed answer that failed half-way by closing the
+    connection, which an HTTP/1.0 client cannot tell from its end."""
     descriptor, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     written = 0
     try:
@@ -364,6 +401,9 @@ def _write_whole(target: Path, chunks: Iterator[bytes], advance: Callable[[int],
                 written += handle.write(chunk)
                 if advance is not None:
                     advance(len(chunk))
+        if whole is not None and not whole(Path(partial)):
+            kept = "; the file already there is kept" if target.exists() else ""
+            raise CliError(f"the download was cut short ({written:,} bytes, incomplete){kept}: try again", UNAVAILABLE)
         os.replace(partial, target)
     except BaseException:
         Path(partial).unlink(missing_ok=True)
@@ -423,10 +463,11 @@ def ask(ctx: Context, question: tuple[str, ...], timeout: int) -> None:
         if a["status"] == "answered":
             out.print(_block(a["answer"], indent=""), markup=False)
             out.print("Sources: " + ", ".join(_one_line(citation) for citation in a["citations"]), markup=False)
+        # No answer is a failure: its one line goes to stderr, as every failure's does.
         elif a["status"] in ("refused", "failed"):
-            out.print(f"No answer: {_one_line(a['refusal_reason'])}", markup=False)
+            err.print(f"brain: no answer: {_one_line(a['refusal_reason'])}", markup=False)
         else:
-            out.print(_one_line(f"Still {a['status']} after {timeout} s; question {a['question_id']}."))
+            err.print(_one_line(f"brain: still {a['status']} after {timeout} s; question {a['question_id']}."))
 
     ctx.emit(answer, human)
     if answer["status"] not in ("answered",):
@@ -478,7 +519,7 @@ def upload(ctx: Context, files: tuple[str, ...], title: str | None, category: st
     results = []
     failure: CliError | None = None
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=err, disable=ctx.as_json) as progress:  # fmt: skip
+                  console=err, disable=ctx.as_json or not err.is_terminal) as progress:  # fmt: skip
         for name in files:
             path = Path(name)
             task = progress.add_task(path.name, total=path.stat().st_size)
