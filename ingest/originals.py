@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.core.files.storage import default_storage
 
 from ingest.models import Document
+
+logger = logging.getLogger(__name__)
 
 
 class DocumentOriginals:
@@ -12,8 +16,18 @@ class DocumentOriginals:
     applied the reader's access predicate to the captures it asks about."""
 
     def names(self, source_ids: list[int]) -> dict[int, str]:
-        rows = Document.objects.filter(source_id__in=source_ids).values_list("source_id", "filename", "sha256")
-        return {source_id: filename or sha256[:12] for source_id, filename, sha256 in rows}
+        """Only originals whose bytes are in storage: the export's file count and README are
+        made from these names before any file is read, and must match what it then holds."""
+        rows = Document.objects.filter(source_id__in=source_ids).values_list(
+            "source_id", "filename", "sha256", "storage_name"
+        )
+        names: dict[int, str] = {}
+        for source_id, filename, sha256, storage_name in rows:
+            if default_storage.exists(storage_name):
+                names[source_id] = filename or sha256[:12]
+            else:
+                logger.warning("the original of capture %s is missing from storage (%s)", source_id, storage_name)
+        return names
 
     def read(self, source_id: int) -> bytes | None:
         document = Document.objects.filter(source_id=source_id).only("storage_name").first()

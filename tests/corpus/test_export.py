@@ -174,6 +174,25 @@ class ExportTests(BrainTestCase):
         assert int(response["X-Brain-Export-Files"]) == len(self.export(self.bob)) + 1  # + the original
         assert client.get("/api/v1/export?originals=maybe").status_code == 400
 
+    def test_an_original_missing_from_storage_is_counted_nowhere(self) -> None:
+        """The file count the download announces and the README were made from the rows: an
+        original lost from storage was counted (4 announced, 3 sent; the progress never ended)."""
+        from django.core.files.storage import default_storage
+
+        from ingest.models import Document
+        from ingest.services import document_ingest
+
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/", permission="suggest")
+        document_ingest(actor=self.alice, filename="a.txt", data=b"lost bytes", key="notes/a", enqueue=False)
+        default_storage.delete(Document.objects.get().storage_name)
+        token = api_token_issue(actor=self.bob, name="cli", scopes=["corpus:read"])[1]
+        with self.assertLogs("ingest.originals", "WARNING"):
+            response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/export?originals=true")
+            files = unzip(b"".join(response.streaming_content))
+        assert int(response["X-Brain-Export-Files"]) == len(files)
+        assert not any(name.startswith("originals/") for name in files)
+        assert "original files" not in files["README.md"]
+
     def test_an_originals_long_name_fits_a_file_system_and_keeps_its_suffix(self) -> None:
         """Cut at 120 characters, 150 CJK characters made a 360-byte name (file systems hold
         255), which would not unpack, and lost its ".txt"."""
