@@ -268,7 +268,7 @@ class ImportStarted(BaseModel):
     id: str
     title: str
     status: str
-    files: int
+    files: int = Field(description="The pages it changes (files the same as their live page are left out)")
     status_url: str
 
 
@@ -298,6 +298,7 @@ class BuildImport(PlainView):
 
     def post(self, request: Request) -> Response:
         from builds.driver import files_from_zip, import_job_create
+        from builds.models import BuildJobItem
 
         archive = request.FILES.get("archive")
         if archive is None:
@@ -306,7 +307,9 @@ class BuildImport(PlainView):
         title = str(fields.get("title") or "Import")[:200]
         files = files_from_zip(archive)
         build = import_job_create(requester=self.member(request), files=files, title=title)
-        started = ImportStarted(id=str(build.public_id), title=build.title, status=build.status, files=len(files),
+        # The pages it changes (an export's README, captures and unchanged pages are not drafted).
+        changed = BuildJobItem.objects.filter(job__build=build).count()
+        started = ImportStarted(id=str(build.public_id), title=build.title, status=build.status, files=changed,
                                 status_url=f"/api/v1/builds/{build.public_id}")  # fmt: skip
         return Response(started.model_dump(), status=202)
 

@@ -197,8 +197,9 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
 
 
 def _validate(requester: Principal, files: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Every file must pass the write guards and the requester's ``suggest``; else ``ImportInvalid``."""
-    pending, reports = validate_import_files(requester=requester, files=files)
+    """The files that change a page: each must pass the write guards and the requester's
+    ``suggest``; else ``ImportInvalid``. Files the same as the live page are left out."""
+    pending, reports = validate_import_files(requester=requester, files=files, keep_unchanged=False)
     if reports:
         raise ImportInvalid(reports)
     return [(path, markdown) for path, markdown, _ in pending]
@@ -206,9 +207,12 @@ def _validate(requester: Principal, files: Iterable[tuple[str, str]]) -> list[tu
 
 def import_job_create(*, requester: Principal, files: Iterable[tuple[str, str]], title: str) -> Build:
     """Validate, open an import build and queue its drafting. Raises ``ImportInvalid``."""
-    valid = _validate(requester, list(files))
+    files = list(files)
+    valid = _validate(requester, files)
     if not valid:
-        raise ImportInvalid([ImportFileReport("(import)", [Problem("files", "there are no .md files to import")])])
+        unchanged = "nothing in it changes a page (each is the same as the live one)"
+        reason = unchanged if files else "there are no .md files to import"
+        raise ImportInvalid([ImportFileReport("(import)", [Problem("files", reason)])])
     with transaction.atomic():
         build = build_open(actor=requester, title=title, kind=Build.Kind.IMPORT)
         job = BuildJob.objects.create(build=build, kind=BuildJob.Kind.IMPORT)

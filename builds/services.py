@@ -9,13 +9,14 @@ exactly which (path, revision) pairs. Every transition locks the build row first
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from brain import bearer, callers
@@ -29,7 +30,7 @@ from corpus.chunking import chunk_markdown
 from corpus.figures import figure_check, figure_record, figure_source
 from corpus.frontmatter import PageDocument, PageInvalid, Problem, parse_page
 from corpus.models import Page, Source
-from corpus.selectors import frontmatter_references, hidden_references
+from corpus.selectors import ReferenceFilter, frontmatter_references, hidden_references
 from corpus.services import (
     ChunkStats,
     drafts_publish,
@@ -622,7 +623,8 @@ def _live_revision_id(path: str) -> int | None:
 
 
 def build_reject(*, actor: Member, build: Build, note: str = "") -> Build:
-    """Awaiting review → rejected, by a member holding approve on at least one of its pages.
+    """Awaiting review → rejected, by a member holding approve on at least one of its pages
+    (not its requester, who withdraws it instead).
 
     A rejection needs a reason (``note``): the requester must learn what to change.
     """
@@ -633,6 +635,10 @@ def build_reject(*, actor: Member, build: Build, note: str = "") -> Build:
         locked = _lock(build)
         if locked.status != Build.Status.AWAITING_REVIEW:
             raise ValidationError("only a build awaiting review can be rejected")
+        if locked.requester_id is not None and locked.requester_id == actor.pk:
+            # Their own build is theirs to withdraw: recorded as "rejected by" its author, it
+            # read as a reviewer's verdict, and a reason to themselves.
+            raise ValidationError("you requested this build: withdraw it instead of rejecting it")
         paths = list(locked.changes.values_list("path", flat=True))
         if not Page.objects.visible_to(actor, "approve").filter(path__in=paths).exists() and not _may_approve_new(
             actor, locked
@@ -759,23 +765,37 @@ class ImportResult:
 
 
 def validate_import_files(
-    *, requester: Principal, files: Iterable[tuple[str, str]], approver: Principal | None = None
+    *,
+    requester: Principal,
+    files: Iterable[tuple[str, str]],
+    approver: Principal | None = None,
+    keep_unchanged: bool = True,
 ) -> tuple[list[tuple[str, str, PageDocument]], list[ImportFileReport]]:
     """Check every file of an import: path, frontmatter, references, NUL, secrets, the
     requester's ``suggest`` and (when an approver is named) their ``approve``.
 
     Returns the valid files with their parsed documents and a report per failing file;
-    writes nothing except the audit rows of secret refusals.
+    writes nothing except the audit rows of secret refusals. The export's own files (its
+    README, its captures: ``corpus.export.written_by_export``) are no pages and are passed
+    over. A file the same as the live page the requester reads (``same_as_live``) asks
+    nothing of anyone — an export re-imported with one page edited must not need ``suggest``
+    on every page it carries — and with ``keep_unchanged=False`` it is left out.
     """
+    from corpus.export import export_folder, written_by_export
     from corpus.services import approver_ok
 
     files = list(files)
-    # Files identical to their live page are not written again, so they need no second scan.
-    live_sha = dict(
-        Page.objects.filter(path__in=[path for path, _ in files], current_revision__isnull=False).values_list(
-            "path", "current_revision__sha256"
-        )
-    )
+    for path, markdown in files:
+        folder = export_folder(path, markdown)
+        if folder is not None:  # every path is off by that folder: say so, not "no permission" on each
+            problem = f"this is an export zipped inside its folder ({mask(folder)[0]}/): zip what is inside it instead"
+            return [], [ImportFileReport("(import)", [Problem("files", problem)])]
+    files = [(path, markdown) for path, markdown in files if not written_by_export(path, markdown)]
+    # Only pages the requester reads: that a file equals a page they cannot see is not theirs to learn.
+    live = live_pages(Page.objects.visible_to(requester, "read"), [path for path, _ in files])
+    # Compared as the requester reads them: their copy never named what is hidden from them
+    # (a draft keeps those citations whatever its author writes).
+    references = ReferenceFilter(requester, [frontmatter for _, frontmatter, _ in live.values()])
     pending: list[tuple[str, str, PageDocument]] = []
     reports: list[ImportFileReport] = []
     seen: set[str] = set()
@@ -785,25 +805,62 @@ def validate_import_files(
             report.problems.append(Problem("path", "appears twice in the import"))
         seen.add(path)
         try:
-            unchanged = live_sha.get(path) == markdown_sha(markdown)
-            document = page_validate(actor=requester, path=path, markdown=markdown, unchanged=unchanged)
+            # Files identical to their live page are not written again, so they need no second scan.
+            same_bytes = path in live and live[path][0] == markdown_sha(markdown)
+            document = page_validate(actor=requester, path=path, markdown=markdown, unchanged=same_bytes)
         except PageInvalid as invalid:
             report.problems.extend(invalid.problems)
         except (SecretRefused, NulRefused) as refusal:
             report.problems.append(Problem(refusal.field, str(refusal)))
         else:
-            # Each principal is checked against the page only as they can see it: a page the
-            # requester cannot read is answered as a free path (corpus.services.revision_create).
-            existing = Page.objects.visible_to(requester, "read").filter(path=path).first()
-            if not may_write(requester, document, existing, Permission.SUGGEST):
-                report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
-            seen_by_approver = Page.objects.visible_to(approver, "read").filter(path=path).first() if approver else None
-            if approver is not None and not approver_ok(approver, document, seen_by_approver):
-                report.problems.append(Problem("permission", "the approver may not approve this page"))
-            pending.append((path, markdown, document))
+            unchanged = same_as_live(live.get(path), markdown, document, shown=references.seen)
+            if not unchanged:
+                # Each principal is checked against the page only as they can see it: a page the
+                # requester cannot read is answered as a free path (corpus.services.revision_create).
+                existing = Page.objects.visible_to(requester, "read").filter(path=path).first()
+                if not may_write(requester, document, existing, Permission.SUGGEST):
+                    report.problems.append(Problem("permission", "the requester holds no suggest permission here"))
+                seen_by_approver = (
+                    Page.objects.visible_to(approver, "read").filter(path=path).first() if approver else None
+                )
+                if approver is not None and not approver_ok(approver, document, seen_by_approver):
+                    report.problems.append(Problem("permission", "the approver may not approve this page"))
+            if keep_unchanged or not unchanged:
+                pending.append((path, markdown, document))
         if report.problems:
             reports.append(report)
     return pending, reports
+
+
+LivePage = tuple[str, dict[str, Any], str]  # (sha256, frontmatter, body) of a page's live revision
+
+
+def live_pages(pages: QuerySet[Page], paths: list[str]) -> dict[str, LivePage]:
+    """The live revision of each of ``paths`` among ``pages``, as ``same_as_live`` compares it."""
+    rows = pages.filter(path__in=paths, current_revision__isnull=False).values_list(
+        "path", "current_revision__sha256", "current_revision__frontmatter", "current_revision__body"
+    )
+    return {path: (sha, frontmatter, body) for path, sha, frontmatter, body in rows}
+
+
+def same_as_live(
+    live: LivePage | None,
+    markdown: str,
+    document: PageDocument,
+    *,
+    shown: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> bool:
+    """Whether ``markdown`` is the live page again: the same bytes, or the same page read back.
+    An export (or a mirror's clone) writes the frontmatter and body as the reader sees them
+    (``shown``: the live frontmatter as they are shown it), not byte for byte as first written,
+    and every page of its re-import was a new revision of nothing."""
+    if live is None:
+        return False
+    sha, frontmatter, body = live
+    return sha == markdown_sha(markdown) or (
+        (shown(frontmatter) if shown is not None else frontmatter) == document.frontmatter
+        and str(body).strip("\n") == document.body.strip("\n")
+    )
 
 
 def build_import(
@@ -827,25 +884,8 @@ def build_import(
         raise ImportInvalid(reports)
 
     result = ImportResult()
-    live = {
-        path: (sha, frontmatter, body)
-        for path, sha, frontmatter, body in Page.objects.filter(
-            path__in=[path for path, _, _ in pending], current_revision__isnull=False
-        ).values_list("path", "current_revision__sha256", "current_revision__frontmatter", "current_revision__body")
-    }
-
-    def same_as_live(path: str, markdown: str, document: PageDocument) -> bool:
-        # The same bytes, or the same page read back: an export (or a mirror's clone) writes the
-        # frontmatter and body as the reader shows them, not byte for byte as first written, and
-        # every page of its re-import was a new revision of nothing.
-        if path not in live:
-            return False
-        sha, frontmatter, body = live[path]
-        return sha == markdown_sha(markdown) or (
-            frontmatter == document.frontmatter and str(body).strip("\n") == document.body.strip("\n")
-        )
-
-    changed = [(p, m, d) for p, m, d in pending if not same_as_live(p, m, d)]
+    live = live_pages(Page.objects.all(), [path for path, _, _ in pending])
+    changed = [(p, m, d) for p, m, d in pending if not same_as_live(live.get(p), m, d)]
     result.unchanged = len(pending) - len(changed)
     if not changed:
         return result

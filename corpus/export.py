@@ -210,6 +210,29 @@ def _page_batch(principal: Principal, batch: list[Entry]) -> Iterator[Rendered]:
         yield Rendered(entry, ExportFile(page.path, data), str(page.current_revision_id), cited)
 
 
+README_HEADING = "# Brain export"
+_CAPTURE_KEYS = ("key", "captured_at", "sha256")  # what every exported capture's header holds, and no page's
+
+
+def written_by_export(path: str, markdown: str) -> bool:
+    """Whether an imported file is the export's own, not a page: its ``README.md`` index, or a
+    capture (``captures/<key>.md``, made from a source; sources are captured, never imported
+    as pages). An export edited and imported again brings them along; they are passed over."""
+    if path == "README.md" and markdown.startswith(README_HEADING):
+        return True
+    if not markdown.startswith("---\n"):
+        return False
+    header = markdown[4:].split("\n---", 1)[0]
+    keys = {line.split(":", 1)[0] for line in header.splitlines() if ":" in line and not line.startswith(" ")}
+    return all(key in keys for key in _CAPTURE_KEYS) and "type" not in keys
+
+
+def export_folder(path: str, markdown: str) -> str | None:
+    """The folder an export was zipped inside (its README is ``<folder>/README.md``), or None."""
+    folder, _, name = path.rpartition("/")
+    return folder if folder and name == "README.md" and markdown.startswith(README_HEADING) else None
+
+
 def _capture_markdown(source: Source) -> str:
     header = {
         "key": source.key, "kind": source.kind, "title": source.title, "uri": source.uri,
@@ -320,7 +343,7 @@ def _readme(principal: Principal, plan: list[Entry]) -> bytes:
     figures = next(entry.name for entry in plan if entry.kind == "figures")
     with_originals = f" ({originals} original files under `originals/`)" if originals else ""
     lines = [
-        "# Brain export",
+        README_HEADING,
         "",
         f"{len(pages)} pages and {captures} captures{with_originals}; figures in `{figures}`.",
         "",

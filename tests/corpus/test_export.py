@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from typing import Any
 
 from django.test import Client
 
@@ -173,6 +174,43 @@ class ExportTests(BrainTestCase):
         assert "1 original files under `originals/`" in readme
         assert int(response["X-Brain-Export-Files"]) == len(self.export(self.bob)) + 1  # + the original
         assert client.get("/api/v1/export?originals=maybe").status_code == 400
+
+    def test_an_export_edited_and_zipped_again_imports_as_the_one_change(self) -> None:
+        """Download everything, edit one page, upload the zip as an import: it was refused whole
+        (the README and every capture read as broken pages; every unchanged page asked for
+        ``suggest``). Now the one edit is the build; zipped inside its folder, it says so."""
+        from builds.models import Build, BuildJobItem
+
+        grant_issue(actor=SYSTEM, member=self.bob, path="topics/pricing/", permission="suggest")
+        files = self.export(self.bob)
+        assert {"README.md", "captures/notes/kickoff.md", "topics/onboarding.md"} <= set(files)
+        edited = files["topics/pricing/price-list.md"].replace("12 EUR a seat", "13 EUR a seat")
+        assert edited != files["topics/pricing/price-list.md"]
+        token = api_token_issue(actor=self.bob, name="cli", scopes=["corpus:read", "builds:write"])[1]
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+        def upload(tree: dict[str, str]) -> Any:
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as archive:
+                for name, text in tree.items():
+                    archive.writestr(name, text)
+            buffer.seek(0)
+            buffer.name = "corpus.zip"
+            return client.post("/api/v1/builds/import", {"archive": buffer})
+
+        unchanged = upload(files)
+        assert unchanged.status_code == 400
+        assert "nothing in it changes a page" in unchanged.content.decode()
+        wrapped = upload(
+            {f"brain-export/{name}": text for name, text in {**files, "topics/pricing/price-list.md": edited}.items()}
+        )
+        assert wrapped.status_code == 400
+        assert "zipped inside its folder (brain-export/)" in wrapped.content.decode()
+        assert not Build.objects.exists()
+        answer = upload({**files, "topics/pricing/price-list.md": edited})
+        assert answer.status_code == 202, answer.content.decode()
+        assert answer.json()["files"] == 1
+        assert list(BuildJobItem.objects.values_list("path", flat=True)) == ["topics/pricing/price-list.md"]
 
     def test_an_original_missing_from_storage_is_counted_nowhere(self) -> None:
         """The file count the download announces and the README were made from the rows: an
