@@ -7,13 +7,15 @@ see (``visible_to``), so the page names nothing beyond their grants.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from brain.rows import columns, hydrate
-from builds.models import Build
+from builds.models import Build, Review
 from builds.selectors import builds_awaiting_page
 from corpus.models import Page, Revision
 from corpus.selectors import reverify_days
@@ -88,24 +90,51 @@ class Home:
     """The sections of the home page, each ready to render (empty lists say what to do next)."""
 
     to_review: list[Build] = field(default_factory=list)
-    my_builds: list[Build] = field(default_factory=list)
+    my_builds: Sequence[Build] = field(default_factory=list)
     due: list[tuple[Page, int]] = field(default_factory=list)
     promotions: list[Promoted] = field(default_factory=list)
     memories: list[Memory] = field(default_factory=list)
     may_administer: bool = False
+    # Their builds rejected (or failed) in the last RETURNED_DAYS, each with ``rejected_by`` and
+    # ``rejection_note`` (the newest rejecting review's): the requester hears it here.
+    returned: Sequence[Build] = field(default_factory=list)
+
+
+RETURNED_DAYS = 14
+MINE = 100  # of a member's open and sent-back builds read for the page (it shows RECENT of each)
 
 
 def home_for(member: Member) -> Home:
-    """The member's home: builds they may approve (not their own), their open builds, pages they own
+    """The member's home: builds they may approve (not their own), their open builds and those
+    lately rejected or failed (with the reviewer's reason), pages they own
     that are due for re-verification, recent promotions of pages they can read, their recent memories."""
     today = timezone.localdate()
     # The newest few they may approve, weighed newest first until found (not every build awaiting anyone).
     to_review = builds_awaiting_page(principal=member, limit=RECENT, exclude_requester=member, want_more=False).builds
-    my_builds = list(
-        Build.objects.filter(requester=member, status__in=[Build.Status.OPEN, Build.Status.AWAITING_REVIEW]).order_by(
-            "-created_at"
-        )[:RECENT]
+    # Their open builds and those lately sent back, in one query: each with the newest
+    # rejecting review's reviewer and reason.
+    rejection = Review.objects.filter(build=OuterRef("pk"), decision=Review.Decision.REJECT).order_by("-created_at")
+    mine = list(
+        Build.objects.filter(
+            Q(status__in=[Build.Status.OPEN, Build.Status.AWAITING_REVIEW])
+            | Q(
+                status__in=[Build.Status.REJECTED, Build.Status.FAILED],
+                finished_at__gte=timezone.now() - dt.timedelta(days=RETURNED_DAYS),
+            ),
+            requester=member,
+        )
+        .annotate(
+            rejected_by=Subquery(rejection.values("reviewer__user__username")[:1]),
+            rejection_note=Subquery(rejection.values("note")[:1]),
+        )
+        .order_by("-created_at")[:MINE]
     )
+    my_builds = [build for build in mine if build.status not in Build.TERMINAL][:RECENT]
+    returned = sorted(
+        (build for build in mine if build.status in Build.TERMINAL),
+        key=lambda build: build.finished_at or build.created_at,
+        reverse=True,
+    )[:RECENT]
     due = [(page, overdue) for page, overdue in _owned_pages_due(member, today)]
     promotions = _recent_promotions(member)
     memories = list(Memory.objects.filter(author=member).order_by("-created_at")[:5])
@@ -116,4 +145,5 @@ def home_for(member: Member) -> Home:
         promotions=promotions,
         memories=memories,
         may_administer=member.is_administrator,
+        returned=returned,
     )

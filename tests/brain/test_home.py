@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+from django.core.exceptions import ValidationError
 from django.test import override_settings
 from django.utils import timezone
 
 from builds.models import Build
-from builds.services import build_open, build_submit, build_write_page
+from builds.services import build_open, build_reject, build_submit, build_write_page
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from memory.services import memory_remember
@@ -61,6 +63,28 @@ class HomeTests(BrainTestCase):
         assert "My change" not in to_review
         assert "My change" in rest
         assert "awaiting review" in rest
+
+    def test_the_requester_hears_their_build_was_rejected_and_why_and_cannot_reject_it_themselves(self) -> None:
+        """A rejection reached its author nowhere but the build's own page (found only by
+        knowing to look), and the author was offered "Reject" on their own build."""
+        build = build_open(actor=self.dora, title="Seat price update")
+        build_write_page(
+            build=build, path="topics/pricing/price-list.md",
+            markdown=page_markdown(owner="alice", title="Price list", body="# Price list\n\nNew seats.\n"),
+        )  # fmt: skip
+        build_submit(actor=self.dora, build=build)
+        self.client.force_login(self.dora.user)
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert "Withdraw this build" in page
+        assert "Reason for rejecting" not in page
+        with pytest.raises(ValidationError, match="withdraw it instead"):
+            build_reject(actor=self.dora, build=build, note="never mind")
+        build_reject(actor=self.alice, build=build, note="Seats are priced per month, not per year.")
+        html = self.client.get("/").content.decode()
+        returned = html.split("Sent back", 1)[1]
+        assert "Seat price update" in returned
+        assert "rejected by alice" in returned
+        assert "Seats are priced per month, not per year." in returned
 
     def test_nothing_beyond_the_grants_is_named_and_empty_states_say_what_next(self) -> None:
         self.client.force_login(self.bob.user)  # reads topics/, not the restricted policy
