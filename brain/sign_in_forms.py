@@ -42,4 +42,6 @@ def attempted_username(request: HttpRequest, credentials: dict[str, Any] | None)
     wrong box was kept in clear and listed to administrators as an access attempt."""
     typed = credentials if credentials else getattr(request, "data", request.POST)
     username = typed.get("username")
-    return redact(str(username)) if username else username
+    # Case-folded: sign-in finds "Alice" as alice, so its failures count against one name
+    # (else each spelling had its own ten tries before the pause).
+    return redact(str(username)).casefold() if username else username

@@ -831,7 +831,13 @@ def _target_readable(viewer: Principal) -> Any:
 
 
 class UserAddForm(NoSecretInTheLogin, AdminUserCreationForm):
-    pass
+    def clean_username(self) -> str:
+        """Names are one however they are capitalised or folded (``username_taken``): Django's
+        own check let ``STRASSE`` in beside ``straße``."""
+        username = str(super().clean_username())
+        if services.username_taken(username):
+            raise ValidationError(f"A user named {username!r} already exists.")
+        return username
 
 
 class UserChangeForm(NoSecretInTheLogin, DjangoUserChangeForm):

@@ -237,16 +237,27 @@ def username_taken(username: str) -> bool:
     """Whether a login holds ``username`` as people read it: case-insensitively, and with
     Unicode's case folding, where PostgreSQL's does not fold (``straße`` is ``STRASSE``, a
     final ``ς`` is ``σ``): such a pair is one name to everyone reading it."""
+    return login_named(username) is not None
+
+
+def login_named(username: str) -> Any:
+    """The login (user row) whose name reads as ``username``: the exact name first, else the
+    one equal to it case-insensitively or by Unicode's case folding (names are unique so:
+    ``username_taken``), else None. Signing in goes by it: ``Alice`` is alice's name too."""
     User = get_user_model()
-    if User.objects.filter(username__iexact=username).exists():
-        return True
+    exact = User.objects.filter(username=username).first()
+    if exact is not None:
+        return exact
+    same_case = User.objects.filter(username__iexact=username).order_by("pk").first()
+    if same_case is not None:
+        return same_case
     folded = username.casefold()
     if "ss" not in folded and "σ" not in folded:
-        return False
+        return None
     # The few spellings that fold to the same text, found by PostgreSQL, then compared here.
     pattern = "".join(_FOLDED_SPELLINGS.get(char, re.escape(char)) for char in folded.replace("ss", "\x00"))
-    candidates = User.objects.filter(username__iregex=f"^{pattern}$").values_list("username", flat=True)
-    return any(str(name).casefold() == folded for name in candidates)
+    candidates = User.objects.filter(username__iregex=f"^{pattern}$").order_by("pk")
+    return next((user for user in candidates if str(user.username).casefold() == folded), None)
 
 
 # Characters whose folded form PostgreSQL's case-insensitive match does not reach (the NUL

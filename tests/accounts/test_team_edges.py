@@ -82,7 +82,6 @@ class ConcurrentAddTests(TransactionTestCase):
         assert status == 200
         assert get_user_model().objects.filter(email__iexact="carol@example.com").count() == 1
 
-
     def test_the_add_form_at_once_names_the_problem_beside_the_field(self) -> None:
         """Both forms passed; the service refused the second inside its transaction. It was a
         bare "Bad request" page; now the form again, the name's problem beside it, typed values kept."""

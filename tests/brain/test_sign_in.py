@@ -37,6 +37,23 @@ class SignInThrottleTests(TestCase):
         # Elsewhere, the same person still signs in: nobody can lock a colleague out.
         assert self.sign_in(PASSWORD, address="198.51.100.20").status_code == 302
 
+    def test_a_name_signs_in_however_it_is_capitalised_and_its_failures_count_as_one(self) -> None:
+        """Names are unique as people read them; sign-in was exact ("Alice" + the right password:
+        "didn't match"), and each spelling had its own ten tries."""
+        for spelling in ("Alice", "ALICE", "alice"):
+            assert self.sign_in(PASSWORD, username=spelling).status_code == 302, spelling
+            assert self.client.session["_auth_user_id"] == str(get_user_model().objects.get(username="alice").pk)
+            self.client.logout()
+        straße = member_create(actor=SYSTEM, username="straße")
+        user = get_user_model().objects.get(pk=straße.user_id)
+        user.set_password(PASSWORD)
+        user.save()
+        assert self.sign_in(PASSWORD, username="STRASSE").status_code == 302
+        self.client.logout()
+        for index in range(10):
+            self.sign_in("wrong", username=("Alice", "aLICE", "ALICE", "alice")[index % 4])
+        assert self.sign_in(PASSWORD, username="alice").status_code == 429
+
     def test_one_ipv6_subscriber_is_one_address_and_a_reset_password_unpauses(self) -> None:
         # Rotating through one /64 (2^64 addresses a subscriber holds) used to be unlimited.
         for host in range(10):

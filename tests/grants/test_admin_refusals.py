@@ -152,6 +152,14 @@ class MemberFormTests(BrainTestCase):
             "username": "STRASSE", "email": "", "password": "", "role": "member"})  # fmt: skip
         assert "already exists" in answer.content.decode()
         assert member_create(actor=SYSTEM, username="strasser").username == "strasser"  # another name
+        # Django's user add form checked the name exactly: STRASSE came in beside straße.
+        root = get_user_model().objects.create_superuser("root", "root@example.com", "a-long-root-password")
+        self.client.force_login(root)
+        answer = self.client.post("/admin/auth/user/add/", {
+            "username": "STRASSE", "usable_password": "false", "password1": "", "password2": ""})  # fmt: skip
+        assert answer.status_code == 200
+        assert "A user named &#x27;STRASSE&#x27; already exists." in answer.content.decode()
+        assert not get_user_model().objects.filter(username="STRASSE").exists()
 
 
 class OwnerLifecycleTests(BrainTestCase):
