@@ -139,7 +139,12 @@ def source_create(
             # Their grant is there, for ordinary material: "no suggest permission" was untrue.
             label = Sensitivity(tier).label
             raise PermissionDenied(f"your grants on {scope_path} do not reach {label} captures (only ordinary ones)")
-        raise PermissionDenied(f"you hold no suggest permission on {scope_path}")
+        # The folder, not the capture's own path: its last segment ends in a suffix the server
+        # chose (``uploads/2026-12-07-3f9a1c``), a new one each try, that nobody could grant.
+        folder = scope_path.rpartition("/")[0] + "/"
+        raise PermissionDenied(
+            f"you hold no suggest permission on {folder}, where this capture would go: ask an administrator for it"
+        )
     with transaction.atomic():
         if Source.objects.filter(key=key).exists():
             raise ValidationError({"key": f"capture:{key} already exists"})

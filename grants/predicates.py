@@ -95,6 +95,26 @@ def holds_any(principal: Principal | None, permission: int) -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def holds_under(principal: Principal | None, permission: int, prefix: str) -> bool:
+    """Whether ``principal`` holds ``permission`` (or more) somewhere at or under the folder
+    ``prefix`` (``captures/``): a grant on it, above it, inside it, or by category (which may
+    reach anything there). For offering a form only to whom its saves could allow; the save
+    still weighs the exact object."""
+    if isinstance(principal, SystemPrincipal):
+        return True
+    if principal is None:
+        return False
+    held, params = subject_grants_sql(principal)
+    inside = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT EXISTS (SELECT 1 FROM grants_grant g WHERE g.id IN ({held}) AND g.permission >= %s
+                  AND (g.path IS NULL OR g.path = '' OR g.path LIKE %s OR starts_with(%s, g.path)))""",
+            (*params, int(permission), inside, prefix),
+        )
+        return bool(cursor.fetchone()[0])
+
+
 def _reach_condition(obj: str) -> str:
     """SQL: grant ``g`` reaches the object ``obj`` (a table name or alias with path, category,
     sensitivity). The per-object form of the rule; ``visible_ids_sql`` is its set-wise form."""

@@ -27,7 +27,8 @@ from brain.text.secrets import find
 from corpus.models import Source
 from corpus.selectors import source_get_visible
 from grants.decorators import limited_view, member_required
-from grants.models import Member
+from grants.models import Member, Permission
+from grants.predicates import holds_under
 from ingest.models import Extraction
 from ingest.selectors import UPLOADS_LISTED, uploads_count, uploads_of
 from ingest.services import document_ingest, extraction_retry
@@ -107,8 +108,20 @@ def upload(request: HttpRequest, member: Member) -> HttpResponseBase:
         for name in ("title", "key", "category", "sensitivity")
         if (value := request.POST.get(name, "")) and not find(value)
     }
-    context = {"problems": problems, "typed": typed}
+    context = {"problems": problems, "typed": typed, "may_upload": may_upload(member), "needs": UPLOAD_NEEDS}
     return render(request, "ingest/upload.html", context, status=status if problems else 200)
+
+
+UPLOAD_NEEDS = (
+    "Adding documents needs suggest permission on a folder under captures/ (captures/uploads/ for an upload "
+    "without an id). Ask an administrator to grant it."
+)
+
+
+def may_upload(member: Member) -> bool:
+    """Whether the upload form is worth offering: a grant somewhere under ``captures/`` (each
+    save still weighs the capture's own path, category and sensitivity)."""
+    return holds_under(member, Permission.SUGGEST, "captures/")
 
 
 @require_GET
@@ -134,7 +147,10 @@ def uploads(request: HttpRequest, member: Member) -> HttpResponse:
     template = "ingest/_uploads_table.html" if request.headers.get("HX-Request") else "ingest/uploads.html"
     # Say when the list is cut: the oldest uploads were missing without a word.
     total = uploads_count(member=member) if len(rows) == UPLOADS_LISTED else len(rows)
-    return render(request, template, {"rows": rows, "running": running, "total": total})
+    context = {"rows": rows, "running": running, "total": total}
+    if template == "ingest/uploads.html":  # the polled fragment needs neither
+        context.update(may_upload=may_upload(member), needs=UPLOAD_NEEDS)
+    return render(request, template, context)
 
 
 @require_GET

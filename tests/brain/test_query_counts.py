@@ -69,9 +69,10 @@ class QueryCountTests(ReviewerTestCase):
         # home weighs each recent approval's revision as written (its rows, then one predicate);
         # home and the queue first ask whether the reader may approve anything at all (holds_any);
         # browse names the visible pages' owners in a query of its own; history asks whether
-        # the page was moved to its path (its earlier homes' revisions are its history too).
+        # the page was moved to its path (its earlier homes' revisions are its history too);
+        # uploads whether the reader may add captures at all (the form is offered only then).
         expected = {
-            "home": 12, "browse": 4, "page": 4, "history": 5, "search": 6, "review": 7, "reviews": 7, "uploads": 3,
+            "home": 12, "browse": 4, "page": 4, "history": 5, "search": 6, "review": 7, "reviews": 7, "uploads": 4,
         }  # fmt: skip
         self.client.force_login(self.victor.user)
         for start, count in ((0, 2), (2, 6)):  # two, then eight pages, memories, builds and revisions

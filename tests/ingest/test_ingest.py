@@ -553,6 +553,22 @@ class IngestWebTests(TestCase):
         assert refused.status_code == 400
         assert "suggest" in refused.content.decode() or "may not" in refused.content.decode()
 
+    def test_the_upload_form_is_offered_to_whom_may_upload_and_a_refusal_names_what_to_ask_for(self) -> None:
+        """A member reading only topics/ was offered "Upload a document", and each try was refused
+        naming a path with a new random suffix (captures/uploads/2026-12-07-256d89) nobody could grant."""
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        self.client.force_login(self.alice.user)
+        assert "Upload a document</a>" in self.client.get("/sources/").content.decode()
+        self.client.force_login(self.bob.user)
+        listing = self.client.get("/sources/").content.decode()
+        assert "Upload a document</a>" not in listing
+        assert "needs suggest permission on a folder under captures/" in listing
+        assert "Ask an administrator" in self.client.get("/sources/upload").content.decode()
+        refused = self.client.post("/sources/upload", {"file": SimpleUploadedFile("x.txt", b"bob's")}).content.decode()
+        assert "you hold no suggest permission on captures/uploads/, where this capture would go" in refused
+        assert not re.search(r"captures/uploads/\d{4}-\d\d-\d\d-[0-9a-f]{6}", refused)
+
     def test_failed_extraction_shows_why_and_the_uploader_can_retry(self) -> None:
         self.client.force_login(self.alice.user)
         extraction = document_ingest(actor=self.alice, filename="broken.pdf", data=b"%PDF-1.4 junk", enqueue=False)
