@@ -539,22 +539,33 @@ class GrantForm(forms.ModelForm):
         model = Grant
         fields = ["member", "group", "service_account", "path", "category", "permission"]
 
+    def _get_validation_exclusions(self) -> set[str]:
+        # The subject, scope and uniqueness are checked in clean() by the service's own rules,
+        # with messages that say what to do; the model's constraints on them repeated it by
+        # their names ("Constraint “grant_exactly_one_subject” is violated.").
+        excluded: set[str] = super()._get_validation_exclusions()  # type: ignore[misc]  # Django's, untyped in the stubs
+        return {*excluded, "member", "group", "service_account", "path", "category"}
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         path = "" if data.get("whole_corpus") else (data.get("path") or None)
         category = data.get("category") or None
+        parts: dict[str, Any] = {
+            "member": data.get("member"),
+            "group": data.get("group"),
+            "service_account": data.get("service_account"),
+            "path": path,
+            "category": category,
+        }
         try:
-            services.grant_check(
-                member=data.get("member"),
-                group=data.get("group"),
-                service_account=data.get("service_account"),
-                path=path,
-                category=category,
-                permission=data.get("permission"),
-            )
+            level = services.grant_check(**parts, permission=data.get("permission"))
         except ValidationError as exc:
             for field, messages in exc.message_dict.items():
                 self.add_error(field if field in self.fields else None, messages)
+        else:
+            held = services.grant_held_already(**parts, permission=level)
+            if held is not None:
+                self.add_error(None, held)
         data["path"], data["category"] = path, category
         return data
 

@@ -435,6 +435,10 @@ def grant_check(
             validate_scope_path(path)
         except PathError as exc:
             errors["path"] = f"{exc.message} (rule: {exc.rule})"
+        else:
+            problem = _names_nothing(path)
+            if problem is not None:
+                errors["path"] = problem
     elif category is not None:
         try:
             validate_category(category)
@@ -455,6 +459,21 @@ def grant_check(
     return level
 
 
+def _names_nothing(path: str) -> str | None:
+    """Why an exact grant path can never match anything, or None. Grants reach pages (their
+    paths end in ``.md``) and captures (under ``captures/``): ``topics`` is neither, and a
+    grant on it was accepted, matched nothing and looked like a folder grant in every list."""
+    if path == "" or path.endswith("/") or path.endswith(".md") or path.startswith(CAPTURES):
+        return None
+    return (
+        f"{path!r} names no page (a page's path ends in .md) and no capture (under {CAPTURES}): "
+        f"for everything in the folder, end it with '/' ({path}/)"
+    )
+
+
+CAPTURES = "captures/"  # where captures' paths live (``corpus.sources``: captures/<key>)
+
+
 def _identical_grant(
     member: Member | None,
     group: Group | None,
@@ -467,6 +486,20 @@ def _identical_grant(
     return Grant.objects.filter(
         member=member, group=group, service_account=service_account, path=path, category=category, permission=level
     ).first()
+
+
+def grant_held_already(
+    *,
+    member: Member | None,
+    group: Group | None,
+    service_account: ServiceAccount | None,
+    path: str | None,
+    category: str | None,
+    permission: Permission,
+) -> str | None:
+    """Why issuing exactly this grant would be refused as a duplicate, or None (for forms)."""
+    duplicate = _identical_grant(member, group, service_account, path, category, permission)
+    return _already_held(duplicate) if duplicate is not None else None
 
 
 def _already_held(grant: Grant) -> str:

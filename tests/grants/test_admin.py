@@ -35,6 +35,17 @@ class AdminTests(BrainTestCase):
             {"member": self.bob.pk, "path": "topics/", "category": "pricing", "permission": 1},
         )
         assert "exactly one scope" in response.content.decode()
+        # A folder without its '/' named nothing, silently.
+        response = self.client.post(
+            "/admin/grants/grant/add/", {"member": self.bob.pk, "path": "topics", "permission": 1}
+        )
+        assert "for everything in the folder, end it with &#x27;/&#x27; (topics/)" in response.content.decode()
+        # No subject: the rule in words, not the database constraint's name.
+        response = self.client.post("/admin/grants/grant/add/", {"path": "topics/", "permission": 1})
+        page = response.content.decode()
+        assert "a grant names exactly one subject" in page
+        assert "grant_exactly_one_subject" not in page
+        assert not Grant.objects.filter(path="topics").exists()
 
     def test_grant_added_through_the_service_is_audited(self) -> None:
         response = self.client.post(
