@@ -447,7 +447,10 @@ class AdminLifecycleTests(BrainTestCase):
         build.refresh_from_db()
         assert build.requester_id == self.alice.pk
         assert not Member.objects.get(pk=self.bob.pk).is_active
-        assert b"suspended" in self.admin.get(f"/admin/grants/member/{self.bob.pk}/change/").content
+        changed = self.admin.get(f"/admin/grants/member/{self.bob.pk}/change/").content.decode()
+        assert "suspended" in changed
+        assert ">bob is suspended." in changed  # the name as it is ("Bob" is nobody's)
+        assert 'rel="icon"' in changed  # or the browser asks for /favicon.ico on every admin page
         assert self.admin.post(f"/admin/grants/member/{self.bob.pk}/reactivate/").status_code == 302
         assert Member.objects.get(pk=self.bob.pk).is_active
 
