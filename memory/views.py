@@ -167,7 +167,15 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
     elif action == "share":
         moved, removed = memory_share(actor=member, memory_id=memory.pk, workspace=request.POST.get("workspace", ""))
         messages.success(
-            request, "Moved." + (f" {removed} link(s) to memories left behind were removed." if removed else "")
+            request,
+            (
+                "Shared with the team."
+                if moved.workspace == Workspace.COMPANY
+                else "Moved to your personal memories."
+                if moved.author_id == member.pk
+                else "Moved back to its author's personal memories."
+            )
+            + (f" {removed} link(s) to memories left behind were removed." if removed else ""),
         )
         if moved.author_id != member.pk and moved.workspace == Workspace.PERSONAL:
             # An administrator un-shared a colleague's memory: it is theirs alone now, so its page

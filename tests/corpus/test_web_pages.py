@@ -182,7 +182,7 @@ class SearchGroupingTests(BrainTestCase):
         body = self.client.get("/search", {"q": "xqzvbn wrtplk"}).content.decode()
         assert "No results you can see" in body
         found = self.client.get("/search", {"q": "price list", "prefix": "topics/"}).content.decode()
-        assert "1 page match" in found
+        assert "1 page matches" in found
         assert 'value="topics/"' in found
 
 

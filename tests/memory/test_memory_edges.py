@@ -152,7 +152,7 @@ class MemoryEdgeTests(TestCase):
         self.client.force_login(charlie.user)
         moved = self.client.post(f"/memory/{shared.pk}/share", {"workspace": "personal"}, follow=True)
         assert moved.redirect_chain[-1][0] == "/memory/"
-        assert "Moved." in moved.content.decode()
+        assert "Moved back to its author&#x27;s personal memories." in moved.content.decode()
         # An administrator's change of a colleague's memory is in the audit log, by name.
         from grants.models import AuditEvent
 
