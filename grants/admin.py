@@ -184,8 +184,17 @@ def clean_new_username(value: Any) -> str:
     field = User._meta.get_field(User.USERNAME_FIELD)
     for validator in getattr(field, "validators", []):
         validator(username)
-    if services.username_taken(username):
-        raise ValidationError(f"A user named {username!r} already exists.")
+    login = services.login_named(username)
+    if login is not None:
+        former = Member.objects.filter(user=login, offboarded_at__isnull=False).exists()
+        raise ValidationError(
+            f"A user named {username!r} already exists"
+            + (
+                " (a former member, offboarded: their name stays theirs in the history); choose another."
+                if former
+                else "."
+            )
+        )
     return username
 
 
@@ -925,7 +934,14 @@ class UserAdmin(OfferedToAdministrators, AuditedDeletes, DjangoUserAdmin):
         return fields
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        fieldsets = list(super().get_fieldsets(request, obj))
+        # Django's auth groups are not Brain's groups and are managed nowhere (their list is
+        # unregistered below): the picker is left out. Model permissions stay — a staff login
+        # needs them for the packages' pages (OAuth clients, sign-in attempts).
+        unused = {"groups"}
+        fieldsets = [
+            (name, {**options, "fields": [field for field in options["fields"] if field not in unused]})
+            for name, options in super().get_fieldsets(request, obj)
+        ]
         if obj is not None:
             fieldsets.insert(1, ("Brain", {"fields": ["member_row"]}))
         return fieldsets

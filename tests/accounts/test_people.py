@@ -285,6 +285,13 @@ class OffboardingTests(BrainTestCase):
         member_offboard(actor=self.charlie, member=self.bob, send_export=False)
         with pytest.raises(ValidationError, match="offboarded"):
             member_reactivate(actor=self.charlie, member=self.bob)
+        # Adding the name again says whose it is, not only that it "already exists".
+        admin = Client()
+        admin.force_login(self.charlie.user)
+        for url in ("/admin/grants/member/add/", "/admin/grants/member/invite/"):
+            data = {"username": "Bob", "email": "bob2@example.com", "password": "", "role": "member"}
+            page = admin.post(url, data).content.decode()
+            assert "(a former member, offboarded: their name stays theirs in the history)" in page, url
 
 
 class InvitationTests(BrainTestCase):
