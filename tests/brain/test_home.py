@@ -34,13 +34,17 @@ class HomeTests(BrainTestCase):
             as_of=old,
         )
 
-    def test_an_approver_sees_what_waits_for_them_and_their_due_pages(self) -> None:
+    def seat_price_update(self) -> Build:
+        """Dora's build changing the price list, submitted for review (alice approves it)."""
         build = build_open(actor=self.dora, title="Seat price update")
         build_write_page(
             build=build, path="topics/pricing/price-list.md",
             markdown=page_markdown(owner="alice", title="Price list", body="# Price list\n\nNew seats.\n"),
         )  # fmt: skip
-        build_submit(actor=self.dora, build=build)
+        return build_submit(actor=self.dora, build=build)
+
+    def test_an_approver_sees_what_waits_for_them_and_their_due_pages(self) -> None:
+        self.seat_price_update()
         memory_remember(actor=self.alice, content="Quarterly pricing review is in March.")
         self.client.force_login(self.alice.user)
         html = self.client.get("/").content.decode()
@@ -67,12 +71,7 @@ class HomeTests(BrainTestCase):
     def test_the_requester_hears_their_build_was_rejected_and_why_and_cannot_reject_it_themselves(self) -> None:
         """A rejection reached its author nowhere but the build's own page (found only by
         knowing to look), and the author was offered "Reject" on their own build."""
-        build = build_open(actor=self.dora, title="Seat price update")
-        build_write_page(
-            build=build, path="topics/pricing/price-list.md",
-            markdown=page_markdown(owner="alice", title="Price list", body="# Price list\n\nNew seats.\n"),
-        )  # fmt: skip
-        build_submit(actor=self.dora, build=build)
+        build = self.seat_price_update()
         self.client.force_login(self.dora.user)
         page = self.client.get(f"/builds/{build.public_id}/").content.decode()
         assert "Withdraw this build" in page

@@ -9,52 +9,21 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import pytest
 from django.test import LiveServerTestCase
 
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
 from memory.tokens import api_token_issue
 from tests.base import publish
+from tests.cli.conftest import Handler
 from tests.fakes import respond
 
 BRAIN = str(Path(sys.executable).with_name("brain"))
-Handler = Callable[[BaseHTTPRequestHandler], None]
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Handler], str]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(handle: Handler) -> str:
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                handle(self)
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                handle(self)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
 
 
 def brain(
@@ -78,8 +47,13 @@ def assert_one_line(result: subprocess.CompletedProcess[bytes]) -> None:
     assert stderr.count("\n") == 1, (result.returncode, stderr, result.stdout[:200])
 
 
+def read_body(request: BaseHTTPRequestHandler) -> None:
+    request.rfile.read(int(request.headers.get("Content-Length", "0") or "0"))
+
+
 def question_server(status: str) -> Handler:
     def handle(request: BaseHTTPRequestHandler) -> None:
+        read_body(request)
         body = {"question_id": "q1", "status": status, "answer": "", "citations": [],
                 "refusal_reason": "No page supports an answer."}  # fmt: skip
         respond(request, 201 if request.command == "POST" else 200, "application/json", json.dumps(body).encode())
@@ -90,7 +64,7 @@ def question_server(status: str) -> Handler:
 def test_a_refused_question_is_a_failure_said_on_stderr(serve: Any, tmp_path: Path) -> None:
     result = brain(tmp_path, "ask", "who approves?", url=serve(question_server("refused")))
     assert result.returncode == 1
-    assert_one_line(result)  # stderr is empty; "No answer: …" went to stdout
+    assert_one_line(result)  # it went to stdout, stderr empty
 
 
 def test_an_answer_still_pending_at_timeout_is_said_on_stderr(serve: Any, tmp_path: Path) -> None:
@@ -101,6 +75,7 @@ def test_an_answer_still_pending_at_timeout_is_said_on_stderr(serve: Any, tmp_pa
 
 def test_a_refused_upload_in_a_script_is_one_line_on_stderr(serve: Any, tmp_path: Path) -> None:
     def handle(request: BaseHTTPRequestHandler) -> None:
+        read_body(request)
         body = {"error": {"code": "invalid", "message": "The file is empty.", "request_id": "r"}}
         respond(request, 400, "application/json", json.dumps(body).encode())
 
@@ -108,7 +83,7 @@ def test_a_refused_upload_in_a_script_is_one_line_on_stderr(serve: Any, tmp_path
     document.write_text("# Notes\n\n" + "words " * 2000)
     result = brain(tmp_path, "upload", str(document), url=serve(handle))
     assert result.returncode == 1
-    assert_one_line(result)  # a progress bar is printed to a non-terminal stderr first
+    assert_one_line(result)  # no progress bar on a stderr that is no terminal
 
 
 def test_setup_never_echoes_a_password_given_in_the_url(tmp_path: Path) -> None:

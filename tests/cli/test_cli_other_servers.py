@@ -10,15 +10,14 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import zipfile
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli.conftest import Handler
 from tests.fakes import respond
 
 BRAIN = str(Path(sys.executable).with_name("brain"))
@@ -29,36 +28,6 @@ MEMORY = {
     "volatility": "stable", "source": "", "recall_count": 0, "created_at": "2026-01-01T00:00:00+00:00",
     "updated_at": "2026-01-01T00:00:00+00:00",
 }  # fmt: skip
-
-
-Handler = Callable[[BaseHTTPRequestHandler], None]
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Handler], str]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(handle: Handler) -> str:
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                handle(self)
-
-            def do_POST(self) -> None:
-                handle(self)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
 
 
 def json_answer(body: Any, status: int = 200) -> Handler:
