@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.widgets import AutocompleteSelect, AutocompleteSelectMultiple
 from django.contrib.auth import get_user_model, password_validation
@@ -407,6 +407,14 @@ class MemberAdmin(AdministratorOnly, admin.ModelAdmin):
         obj.is_active = created.is_active
         obj.created_at = created.created_at
         obj._state.adding = False
+        if not data.get("email") and not data.get("password"):
+            # Allowed (a password can be set on their login later), but nothing says so after the
+            # save: the member could neither be invited nor sign in, and nobody was told.
+            messages.warning(
+                request,
+                f"{created.username} cannot sign in yet: no password and no email. Set a password on their "
+                "login (Users), or add an email and send an invitation.",
+            )
 
 
 class TolerantAutocomplete:
@@ -569,8 +577,8 @@ class GrantForm(forms.ModelForm):
         try:
             level = services.grant_check(**parts, permission=data.get("permission"))
         except ValidationError as exc:
-            for field, messages in exc.message_dict.items():
-                self.add_error(field if field in self.fields else None, messages)
+            for field, problems in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, problems)
         else:
             held = services.grant_held_already(**parts, permission=level)
             if held is not None:

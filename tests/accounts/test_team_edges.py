@@ -219,7 +219,10 @@ class SlackLinkTests(BrainTestCase):
         assert "changed after this page was opened" in refused.content.decode()
         assert Member.objects.get(pk=self.alice.pk).slack_user_id == "U0ALICE2"
         # The add form has no Slack field: a posted one is ignored.
-        self.client.post("/admin/grants/member/add/", {"username": "dora", "role": "member", "slack_user_id": "U0X"})
+        added = self.client.post(
+            "/admin/grants/member/add/", {"username": "dora", "role": "member", "slack_user_id": "U0X"}, follow=True
+        )
+        assert "dora cannot sign in yet: no password and no email." in added.content.decode()
         assert Member.objects.get(user__username="dora").slack_user_id is None
 
 
