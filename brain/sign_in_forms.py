@@ -16,6 +16,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import MaxLengthValidator
 from django.http import HttpRequest
 
+from brain.logins import MAX_USERNAME, login_named
 from brain.text.secrets import redact
 
 
@@ -42,6 +43,10 @@ def attempted_username(request: HttpRequest, credentials: dict[str, Any] | None)
     wrong box was kept in clear and listed to administrators as an access attempt."""
     typed = credentials if credentials else getattr(request, "data", request.POST)
     username = typed.get("username")
-    # Case-folded: sign-in finds "Alice" as alice, so its failures count against one name
-    # (else each spelling had its own ten tries before the pause).
-    return redact(str(username)).casefold() if username else username
+    if not username:
+        return username
+    # Counted against the login the name means: sign-in finds "Alice" or "alıce" as alice, so
+    # every spelling shares alice's ten tries (and a new password, set for "alice", lifts the
+    # pause whatever was typed). A name that is no one's counts as typed, case-folded.
+    login = login_named(str(username)) if len(str(username)) <= MAX_USERNAME else None
+    return str(login.get_username()) if login is not None else redact(str(username)).casefold()

@@ -32,6 +32,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
 from brain.forms import refuse_typed_secrets
+from brain.logins import login_named
 from brain.text.paths import PathError, validate_category, validate_page_path
 from corpus.explain import explain_access
 from grants import services
@@ -184,7 +185,7 @@ def clean_new_username(value: Any) -> str:
     field = User._meta.get_field(User.USERNAME_FIELD)
     for validator in getattr(field, "validators", []):
         validator(username)
-    login = services.login_named(username)
+    login = login_named(username)
     if login is not None:
         former = Member.objects.filter(user=login, offboarded_at__isnull=False).exists()
         raise ValidationError(

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
 
-MAX_USERNAME = 150  # the column's width: a longer name is no one's
+from brain.logins import MAX_USERNAME, login_named
 
 
 class MemberBackend(ModelBackend):
@@ -25,8 +25,6 @@ class MemberBackend(ModelBackend):
         """Sign-in by the name as people read it (``Alice``, ``ALICE``: alice), as names are
         unique: Django's own lookup is exact, and refused the right password typed so."""
         if username is not None and len(username) <= MAX_USERNAME:
-            from grants.services import login_named
-
             login = login_named(username)
             if login is not None:
                 username = login.get_username()

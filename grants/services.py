@@ -8,7 +8,6 @@ administer; they never confer content access.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from axes.utils import reset as axes_reset
@@ -18,6 +17,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from brain.logins import login_named
 from brain.text.paths import PathError, validate_category, validate_scope_path
 from brain.text.secrets import refuse
 from grants.audit import audit_record
@@ -238,31 +238,6 @@ def username_taken(username: str) -> bool:
     Unicode's case folding, where PostgreSQL's does not fold (``straße`` is ``STRASSE``, a
     final ``ς`` is ``σ``): such a pair is one name to everyone reading it."""
     return login_named(username) is not None
-
-
-def login_named(username: str) -> Any:
-    """The login (user row) whose name reads as ``username``: the exact name first, else the
-    one equal to it case-insensitively or by Unicode's case folding (names are unique so:
-    ``username_taken``), else None. Signing in goes by it: ``Alice`` is alice's name too."""
-    User = get_user_model()
-    exact = User.objects.filter(username=username).first()
-    if exact is not None:
-        return exact
-    same_case = User.objects.filter(username__iexact=username).order_by("pk").first()
-    if same_case is not None:
-        return same_case
-    folded = username.casefold()
-    if "ss" not in folded and "σ" not in folded:
-        return None
-    # The few spellings that fold to the same text, found by PostgreSQL, then compared here.
-    pattern = "".join(_FOLDED_SPELLINGS.get(char, re.escape(char)) for char in folded.replace("ss", "\x00"))
-    candidates = User.objects.filter(username__iregex=f"^{pattern}$").order_by("pk")
-    return next((user for user in candidates if str(user.username).casefold() == folded), None)
-
-
-# Characters whose folded form PostgreSQL's case-insensitive match does not reach (the NUL
-# stands for the "ss" a "ß" folds to).
-_FOLDED_SPELLINGS = {"\x00": "(?:ss|ß|ẞ)", "σ": "[σς]"}
 
 
 def group_name_taken(name: str) -> bool:

@@ -167,3 +167,36 @@ class ClientAddressTests(TestCase):
         assert self.address("203.0.113.5", proxies=2) == "10.0.0.2"  # fewer entries than proxies
         assert self.address("not-an-address", proxies=1) == "10.0.0.2"
         assert self.address(None, proxies=1) == "10.0.0.2"
+
+
+class SpellingsShareOneCountTests(TestCase):
+    """Sign-in finds a login by its name in any spelling PostgreSQL or Unicode folds together;
+    the failures count against that login, whatever was typed."""
+
+    def member(self, username: str) -> None:
+        member = member_create(actor=SYSTEM, username=username)
+        user = get_user_model().objects.get(pk=member.user_id)
+        user.set_password(PASSWORD)
+        user.save()
+
+    def sign_in(self, password: str, username: str) -> Any:
+        return self.client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR="203.0.113.7")
+
+    def test_a_dotless_i_is_no_second_set_of_tries(self) -> None:
+        """PostgreSQL's case-insensitive match finds "alıce" as alice; keyed by Python's case
+        folding ("alıce" stays itself) each such spelling had ten more guesses."""
+        self.member("alice")
+        for _ in range(10):
+            self.sign_in("wrong", "alice")
+        assert self.sign_in(PASSWORD, "alice").status_code == 429
+        assert self.sign_in(PASSWORD, "al\u0131ce").status_code == 429
+
+    def test_a_new_password_lifts_the_pause_of_a_capitalised_name(self) -> None:
+        from grants.services import password_set_by_administrator
+
+        self.member("Bob")
+        for _ in range(10):
+            self.sign_in("wrong", "bob")
+        assert self.sign_in(PASSWORD, "Bob").status_code == 429
+        password_set_by_administrator(actor=SYSTEM, user=get_user_model().objects.get(username="Bob"))
+        assert self.sign_in(PASSWORD, "BOB").status_code == 302
