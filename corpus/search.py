@@ -201,6 +201,9 @@ def tsquery_sql(query: str) -> tuple[str, list[Any]] | None:
 _OPERATOR = re.compile(r'(?<!\S)-?"[^"]*(?:"|$)|(?<!\S)-[^\s"]+')
 
 
+_OR = re.compile(r"(?<!\S)or(?!\S)", re.IGNORECASE)
+
+
 def has_operators(query: str) -> bool:
     """Whether ``query`` quotes a phrase or excludes a term."""
     return bool(_OPERATOR.search(lexical.latin_part(query)))
@@ -214,7 +217,13 @@ def operators_sql(query: str, column: str) -> tuple[str, list[Any]] | None:
     "discount policy" for ``discount -policy`` too, and a result holding what its author
     excluded reads as wrong. Operators of stop words alone constrain nothing (``-"the"``).
     """
-    operators = " ".join(match.group(0) for match in _OPERATOR.finditer(lexical.latin_part(query)))
+    latin = lexical.latin_part(query)
+    found = [match.group(0) for match in _OPERATOR.finditer(latin)]
+    if _OR.search(latin):
+        # websearch's "or": a phrase is then one alternative ('"team plan" or prorated'), not a
+        # requirement; an exclusion still holds for the whole query.
+        found = [operator for operator in found if operator.startswith("-")]
+    operators = " ".join(found)
     if not operators:
         return None
     constraint = "websearch_to_tsquery('english', %s)"
@@ -290,15 +299,16 @@ def _candidates(
     exact_fraction: float,
     work_mem: str,
     page_support: bool = False,
-    required: tuple[str, list[Any]] | None = None,
+    operators_of: str = "",
 ) -> list[tuple[Any, ...]]:
     """Both arms in one statement: (arm, chunk id, raw score, rank, coverage, page fields,
     chunk text, page centroid similarity, page second-best similarity).
 
     With ``page_support`` (and a vector), the last two are each semantic candidate page's
-    similarity to the query as a whole (``corpus.page_support``); otherwise NULL. ``required``
-    (``operators_sql`` over ``c.search_vector``) is a condition every semantic candidate meets
-    inside its LIMIT, so a filtered arm still fills (the lexical arm's query holds it already)."""
+    similarity to the query as a whole (``corpus.page_support``); otherwise NULL. Every
+    candidate of both arms honours the operators of the query ``operators_of``
+    (``operators_sql``), inside each arm's LIMIT so a filtered arm still fills: the lexical
+    arm's own query does not hold them when it matches a CJK run (its terms are OR-ed in)."""
     # The caller's visible pages are computed once (MATERIALIZED, just their live revision
     # ids). Every candidate chunk is then checked, and later mapped to its page, by a
     # per-row lookup that the planner cannot turn into a join:
@@ -315,7 +325,12 @@ def _candidates(
     )
     arms: list[str] = []
     params: list[Any] = []
+    required = operators_sql(operators_of, "c.search_vector")
     required_sql, required_params = (f"AND {required[0]}", required[1]) if required is not None else ("", [])
+    lexical_required = operators_sql(operators_of, "lc.search_vector")
+    lexical_required_sql, lexical_required_params = (
+        (f"AND {lexical_required[0]}", lexical_required[1]) if lexical_required is not None else ("", [])
+    )
     # Window functions run before LIMIT, so ranks are numbered outside the limited inner
     # query; otherwise every visible row would be scored and sorted.
     if vector is not None:
@@ -367,13 +382,14 @@ def _candidates(
                                       FROM corpus_livechunk lc, lex q
                                      WHERE lc.search_vector @@ q.query
                                        AND {_VISIBLE_REVISION.format(revision="lc.revision_id")}
+                                       {lexical_required_sql}
                                      ORDER BY ts_rank(lc.search_vector, q.query, 1) DESC, lc.chunk_id
                                      LIMIT %s) m
                              ORDER BY m.chunk_id) c,
                            lex q
                      ORDER BY score DESC, c.chunk_id LIMIT %s) l)"""
         )
-        params += [max(limit * 5, 200), limit]
+        params += [*lexical_required_params, max(limit * 5, 200), limit]
     if not arms:
         return []
     exact_sql, exact_params = ScanRule(exact_pages, exact_fraction).sql(
@@ -667,7 +683,7 @@ def search(
             exact_fraction=float(config["EXACT_FRACTION"]),
             work_mem=f"{int(config['WORK_MEM_MB'])}MB",
             page_support=support,
-            required=operators_sql(query, "c.search_vector"),
+            operators_of=query,
         )
         response.timings_ms["database"] = (time.perf_counter() - started) * 1000
         candidates: dict[tuple[str, str], _Candidate] = {}

@@ -102,6 +102,27 @@ class SearchTests(BrainTestCase):
         assert search(principal=self.bob, query='seats -"the"', k=3).results
         assert search(principal=self.bob, query="mid-term seats", k=3).results
 
+    def test_operators_hold_beside_a_cjk_word_and_or_keeps_a_phrase_an_alternative(self) -> None:
+        """The lexical arm OR-s a CJK run's terms with the rest: "東京オフィス -postgresql" found the
+        chunk naming ＰｏｓｔｇｒｅＳＱＬ by its CJK words. And websearch's "or" makes a phrase one
+        alternative: '"team plan" or prorated' must not require the phrase of meaning's results."""
+        import unicodedata
+
+        def normal(text: str) -> str:
+            return unicodedata.normalize("NFKC", text).lower()
+
+        excluded = search(principal=self.bob, query="東京オフィス -postgresql", k=10).results
+        assert excluded, "the office's other chunks still match"
+        assert all("postgresql" not in normal(r.body) for r in excluded), [r.body for r in excluded]
+        phrased = search(principal=self.bob, query='東京オフィス "billed per seat"', k=10).results
+        assert all("billed per seat" in r.body for r in phrased), [r.body for r in phrased]
+        assert search_module.operators_sql('"team plan" or prorated', "v") is None
+        either_but = search_module.operators_sql('"team plan" OR prorated -seat', "v")
+        assert either_but is not None
+        assert either_but[1] == ["-seat", "-seat"]
+        alternatives = search(principal=self.bob, query='"team plan" or prorated', k=10).results
+        assert any("prorated" in r.body for r in alternatives)
+
     def test_filters(self) -> None:
         assert set(self.paths(self.bob, "office", prefix="topics/japan/")) == {"topics/japan/tokyo-office.md"}
         assert set(self.paths(self.bob, "plan", category="pricing")) == {"topics/pricing/price-list.md"}
