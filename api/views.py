@@ -424,13 +424,17 @@ class MemoryExport(PlainView):
     response_models = {200: OpenApiResponse(response=OpenApiTypes.STR, description="JSON lines, one memory each")}
 
     def get(self, request: Request) -> StreamingHttpResponse | Response:
-        from memory.api import export_lines
+        from memory.api import export_count, export_lines
 
         refused = self.unacceptable(request, "application/x-ndjson")
         if refused is not None:
             return refused
-        response = StreamingHttpResponse(export_lines(self.member(request)), content_type="application/x-ndjson")
+        member = self.member(request)
+        response = StreamingHttpResponse(export_lines(member), content_type="application/x-ndjson")
         response["Content-Disposition"] = 'attachment; filename="brain-memories.jsonl"'
+        # How many lines it begins to send: a client can tell a stream cut between two lines
+        # (a server ends a failed stream by closing the connection) from a whole one.
+        response["X-Brain-Export-Memories"] = str(export_count(member))
         return response
 
 

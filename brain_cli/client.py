@@ -95,9 +95,10 @@ class Api:
             )
         return answer
 
-    def stream(self, path: str, *, media_type: str) -> Iterator[bytes]:
+    def stream(self, path: str, *, media_type: str, headers: dict[str, str] | None = None) -> Iterator[bytes]:
         """The body of ``GET path``, which must be ``media_type`` (a login page or a proxy's
-        answer with status 200 would otherwise be written over a previous export)."""
+        answer with status 200 would otherwise be written over a previous export). The
+        answer's headers (names lower-cased) are put in ``headers`` before the first chunk."""
         try:
             with self.http.stream("GET", self.base + path) as response:
                 if response.status_code >= 300:
@@ -109,6 +110,8 @@ class Api:
                         f"{self.base} answered {received or 'no content type'}, not {media_type}: is the URL Brain's?",
                         UNAVAILABLE,
                     )
+                if headers is not None:
+                    headers.update({name.lower(): value for name, value in response.headers.items()})
                 yield from response.iter_bytes()
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise CliError(f"cannot reach {self.base}: {type(error).__name__}", UNAVAILABLE) from None

@@ -66,7 +66,9 @@ def url_problem(url: str) -> str | None:
     be printed in every message naming the server (the token is what signs you in)."""
     # Read by hand, not by urlsplit: a malformed address ("http://u:pw@[::1") makes it raise,
     # and is left to fail as unreachable; its user info must not be printed either.
-    authority = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    # "admin:pw@host" (no scheme) is read so too: it reaches the messages just the same.
+    rest = url.partition("://")[2] if "://" in url else url
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
     if "@" in authority:
         return "the URL holds a user name or password: give Brain's address alone (your token signs you in)"
     return None

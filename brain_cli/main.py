@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import struct
 import sys
 import tempfile
 import time
@@ -342,9 +343,11 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
     target = Path(output or "-")
     if not to_stdout and not target.parent.is_dir():  # a usage error before "not set up"
         raise CliError(f"cannot write {output}: the folder {target.parent} does not exist", USAGE)
+    answered: dict[str, str] = {}
     chunks = ctx.api().stream(
         "/memories/export" if memories else "/export" + ("?originals=true" if originals else ""),
         media_type="application/x-ndjson" if memories else "application/zip",
+        headers=answered,
     )
     if to_stdout:
         for chunk in chunks:
@@ -355,13 +358,48 @@ def export(ctx: Context, output: str | None, memories: bool, originals: bool) ->
     with Progress(TextColumn("Exporting"), DownloadColumn(), TransferSpeedColumn(), console=err,
                   disable=ctx.as_json or not err.is_terminal) as progress:  # fmt: skip
         task = progress.add_task("export", total=None)
-        whole = _whole_lines if memories else _whole_zip
+
+        def whole(path: Path) -> bool:
+            if memories:  # one line a memory: at least as many as the server counted when it began
+                return _whole_lines(path, int(answered.get(MEMORIES_HEADER, "0") or "0"))
+            return _whole_zip(path)
+
         written = _write_whole(target, chunks, _advancer(progress, task), whole=whole)
     ctx.emit({"output": output, "bytes": written}, lambda _: err.print(f"Wrote {written:,} bytes to {output}"))
 
 
+MEMORIES_HEADER = "x-brain-export-memories"  # how many memories the server began to send
+_END = struct.Struct("<4s4H2LH")  # a ZIP's end record: signature, disks, entries, size, offset, comment
+_END64 = struct.Struct("<4sQ2H2L4Q")  # the zip64 end record (the same, wider), before its locator
+_LOCATOR64 = struct.Struct("<4sLQL")
+
+
 def _whole_zip(path: Path) -> bool:
-    """Whether the file is a whole ZIP: its central directory, written last, is there and reads."""
+    """Whether the file is a whole ZIP: its own end record closes the file (the export writes no
+    comment) and names a central directory ending right before it — not just any end record in
+    the last bytes, as zipfile accepts (a cut right after a .docx original ends with the
+    docx's own) — and that directory reads."""
+    size = path.stat().st_size
+    if size < _END.size:
+        return False
+    with path.open("rb") as handle:
+        handle.seek(size - _END.size)
+        signature, *_, entries, directory_size, directory_offset, comment = _END.unpack(handle.read(_END.size))
+        if signature != b"PK\x05\x06" or comment:
+            return False
+        directory_end = size - _END.size
+        if directory_offset == 0xFFFFFFFF or directory_size == 0xFFFFFFFF or entries == 0xFFFF:
+            if directory_end < _LOCATOR64.size + _END64.size:
+                return False
+            handle.seek(directory_end - _LOCATOR64.size)
+            locator = _LOCATOR64.unpack(handle.read(_LOCATOR64.size))
+            if locator[0] != b"PK\x06\x07" or locator[2] != directory_end - _LOCATOR64.size - _END64.size:
+                return False
+            handle.seek(locator[2])
+            end64 = _END64.unpack(handle.read(_END64.size))
+            directory_end, directory_size, directory_offset = locator[2], end64[8], end64[9]
+        if directory_offset + directory_size != directory_end:
+            return False
     try:
         with zipfile.ZipFile(path) as archive:
             archive.infolist()
@@ -370,14 +408,18 @@ def _whole_zip(path: Path) -> bool:
     return True
 
 
-def _whole_lines(path: Path) -> bool:
-    """Whether a JSON-lines download ends where a line does (empty, or a last newline)."""
+def _whole_lines(path: Path, expected: int) -> bool:
+    """Whether a JSON-lines download ends where a line does and holds at least ``expected``
+    lines (a stream cut between two lines ends with a newline too)."""
     size = path.stat().st_size
     if size == 0:
-        return True
+        return expected == 0
     with path.open("rb") as handle:
         handle.seek(size - 1)
-        return handle.read(1) == b"\n"
+        if handle.read(1) != b"\n":
+            return False
+        handle.seek(0)
+        return sum(1 for _ in handle) >= expected
 
 
 def _write_whole(

@@ -146,6 +146,11 @@ def serialise(memory: Memory) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def export_count(member: Member) -> int:
+    """How many lines ``export_lines(member)`` sends (both layers), counted as it begins."""
+    return Memory.objects.filter(author=member).count()
+
+
 def export_lines(member: Member, *, workspace: str | None = None) -> Iterator[str]:
     """``member``'s own memories (one layer, or both), oldest first, one JSON line each."""
     own = Memory.objects.filter(author=member).select_related("author__user").order_by("created_at", "id")

@@ -18,6 +18,7 @@ from django.test import LiveServerTestCase
 
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create
+from memory.services import memory_remember
 from memory.tokens import api_token_issue
 from tests.base import publish
 from tests.cli.conftest import Handler
@@ -122,3 +123,69 @@ class ExportCutShortTests(LiveServerTestCase):
             result = brain(home, "export", "-o", str(target), url=self.live_server_url, token=token)
         assert result.returncode != 0, (result.returncode, result.stderr)  # exit 0: "Wrote 629 bytes"
         assert target.read_bytes() == b"the previous, good export"  # replaced by a zip with no directory
+
+
+def test_a_password_in_a_url_without_a_scheme_is_never_printed(tmp_path: Path) -> None:
+    """'admin:pw@host' (no scheme) passed the check for user info after '://', and the
+    failure message 'cannot reach <url>/api/v1' printed the password."""
+    result = brain(tmp_path, "setup", "--url", "admin:hunter2-secret@127.0.0.1:9", "--token", "bmt_x")
+    assert b"hunter2-secret" not in result.stderr, result.stderr
+    result = brain(tmp_path, "stats", url="admin:hunter2-secret@127.0.0.1:9", token="bmt_x")
+    assert b"hunter2-secret" not in result.stderr, result.stderr
+
+
+class MemoryExportCutShortTests(LiveServerTestCase):
+    def test_a_memories_export_the_server_fails_mid_way_is_not_saved_as_a_good_one(self) -> None:
+        """The server writes one line per chunk, so a stream cut by a failure ends at a newline:
+        a last newline alone called it whole, and the cut file replaced the previous export."""
+        alice = member_create(actor=SYSTEM, username="alice")
+        for text in ("First fact about staging.", "Second fact about billing.", "Third fact about Tokyo."):
+            memory_remember(actor=alice, content=text)
+        token = api_token_issue(actor=alice, name="cli", scopes=["memory"])[1]
+        home = Path(tempfile.mkdtemp(prefix="cli-"))
+        target = home / "memories.jsonl"
+        target.write_bytes(b'{"previous": "good export"}\n')
+        from memory import api as memory_api
+
+        real = memory_api.serialise
+        calls = {"n": 0}
+
+        def failing(memory):  # the database going away after the first line
+            calls["n"] += 1
+            if calls["n"] > 1:
+                raise RuntimeError("database went away")
+            return real(memory)
+
+        with mock.patch("memory.api.serialise", side_effect=failing):
+            result = brain(home, "export", "--memories", "-o", str(target), url=self.live_server_url, token=token)
+        assert result.returncode != 0, (result.returncode, result.stderr)
+        assert target.read_bytes() == b'{"previous": "good export"}\n'
+
+
+class CorpusExportCutAfterADocxTests(LiveServerTestCase):
+    def test_an_export_cut_right_after_a_word_original_is_not_saved_as_a_good_one(self) -> None:
+        """zipfile finds an end record anywhere in the last 64 KB: a .docx original (itself a
+        zip) ends with one, so an export cut just after it read as whole and replaced the
+        previous good one."""
+        import io
+        import os
+        import zipfile
+
+        from ingest.services import document_ingest
+
+        alice = member_create(actor=SYSTEM, username="alice")
+        from grants.services import grant_issue
+
+        grant_issue(actor=SYSTEM, member=alice, path="captures/", permission="suggest")
+        inner = io.BytesIO()
+        with zipfile.ZipFile(inner, "w", zipfile.ZIP_STORED) as docx:
+            docx.writestr("word/document.xml", os.urandom(20_000))
+        document_ingest(actor=alice, filename="report.docx", data=inner.getvalue(), key="notes/report", enqueue=False)
+        token = api_token_issue(actor=alice, name="cli", scopes=["corpus:read"])[1]
+        home = Path(tempfile.mkdtemp(prefix="cli-"))
+        target = home / "corpus.zip"
+        target.write_bytes(b"the previous, good export")
+        with mock.patch("corpus.export._figures", side_effect=RuntimeError("database went away")):
+            result = brain(home, "export", "--originals", "-o", str(target), url=self.live_server_url, token=token)
+        assert result.returncode != 0, (result.returncode, result.stderr)
+        assert target.read_bytes() == b"the previous, good export"
