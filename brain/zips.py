@@ -47,6 +47,23 @@ def entry_path_problem(path: str, *, max_length: int) -> str | None:
     return None
 
 
+UTF8_NAMES = 0x800  # the general-purpose flag bit that says an entry's name is UTF-8
+
+
+def entry_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name as its writer meant it. Without the UTF-8 flag zipfile reads the bytes
+    as cp437, but Info-ZIP's ``zip`` and most tools on Linux and macOS write UTF-8 without
+    setting it: "Ünïcode Nöte.md" came out "├£n├»code N├╢te.md", and its [[links]] broke. A name
+    whose bytes are valid UTF-8 is read so (cp437 text of accented letters rarely is)."""
+    name = info.orig_filename
+    if info.flag_bits & UTF8_NAMES or name.isascii():
+        return name
+    try:
+        return name.encode("cp437").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return name
+
+
 def symbolic_link(info: zipfile.ZipInfo) -> bool:
     """Whether the entry is a symbolic link (Unix zips keep the mode in the external attributes):
     its content is a target path, not a file's text, and an import reads files only — as the

@@ -36,7 +36,7 @@ from brain.domain import DomainError
 from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import Lease, lease_claim, lease_finish
 from brain.text.secrets import NulRefused, SecretRefused, mask, redact
-from brain.zips import directory_problem, entry_path_problem, finder_metadata, symbolic_link
+from brain.zips import directory_problem, entry_name, entry_path_problem, finder_metadata, symbolic_link
 from builds.models import Build, BuildChange, BuildJob, BuildJobItem
 from builds.services import (
     ImportFileReport,
@@ -47,6 +47,7 @@ from builds.services import (
     validate_import_files,
 )
 from corpus.chunking import chunk_markdown
+from corpus.export import ORIGINALS
 from corpus.frontmatter import PageInvalid, Problem
 from corpus.services import page_validate, store_chunks
 from grants.models import Member
@@ -105,21 +106,28 @@ def files_from_folder(root: Path) -> list[tuple[str, str]]:
     return files
 
 
+def _shown(info: zipfile.ZipInfo) -> str:
+    """An entry's name as an error may repeat it: redacted whole, then cut (a key across the
+    cut would otherwise be half shown)."""
+    return redact(entry_name(info))[:MAX_SHOWN_NAME]
+
+
 def _refuse_entry(info: zipfile.ZipInfo) -> None:
     """Refuse the archive for an entry that is not imported yet must not be passed over: an
     unsafe name (``../``, absolute, a backslash), a symbolic link, or a page file whose
-    ``.md`` is not lower case — ignoring it would import the archive less that page, silently.
-    Other files (images, the export's originals) are left out, as they always were."""
-    name = info.orig_filename
+    ``.md`` is not lower case — ignoring it would import the archive less that page, silently
+    (an export's ``originals/`` keep their uploaded names: "Notes.MD" is no page). Other
+    files (images, the export's originals) are left out, as they always were."""
+    name = entry_name(info)
     if finder_metadata(name):
         return
-    shown = redact(name[:MAX_SHOWN_NAME])
+    shown = _shown(info)
     problem = entry_path_problem(name.removesuffix("/") if info.is_dir() else name, max_length=MAX_ENTRY_NAME)
     if problem is not None:
         raise ArchiveRefused(f"{shown}: {problem}")
     if symbolic_link(info):
         raise ArchiveRefused(f"{shown} is a symbolic link; an import reads files only")
-    if name.lower().endswith(".md") and not name.endswith(".md"):
+    if name.lower().endswith(".md") and not name.endswith(".md") and not name.startswith(ORIGINALS):
         raise ArchiveRefused(f"{shown}: a page file's name ends in .md, lower case (the name is the page path)")
 
 
@@ -173,23 +181,24 @@ def files_from_zip(data: bytes | IO[bytes]) -> list[tuple[str, str]]:
             raise ArchiveRefused(f"the archive would expand to more than {limits['MAX_ZIP_BYTES']} bytes")
         files: list[tuple[str, str]] = []
         for info in entries:
+            shown = _shown(info)
             if info.flag_bits & 0x1:
-                raise ArchiveRefused(f"{info.filename} is encrypted")
+                raise ArchiveRefused(f"{shown} is encrypted")
             if info.file_size > limits["MAX_FILE_BYTES"]:
-                raise ArchiveRefused(f"{info.filename} is larger than {limits['MAX_FILE_BYTES']} bytes")
+                raise ArchiveRefused(f"{shown} is larger than {limits['MAX_FILE_BYTES']} bytes")
             try:
                 with archive.open(info) as member:
                     raw = member.read(limits["MAX_FILE_BYTES"] + 1)
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError):
-                raise ArchiveRefused(f"{info.filename} is damaged: its size or checksum does not match") from None
+                raise ArchiveRefused(f"{shown} is damaged: its size or checksum does not match") from None
             if len(raw) > limits["MAX_FILE_BYTES"] or len(raw) != info.file_size:
-                raise ArchiveRefused(f"{info.filename} does not expand to its declared size")
+                raise ArchiveRefused(f"{shown} does not expand to its declared size")
             try:
                 text = raw.decode("utf-8-sig")  # a BOM was read as text: "frontmatter missing"
             except UnicodeDecodeError:
-                raise ArchiveRefused(f"{info.filename} is not UTF-8 text") from None
+                raise ArchiveRefused(f"{shown} is not UTF-8 text") from None
             # The member name is the page path, exactly as written: validated, not repaired.
-            files.append((info.filename, text))
+            files.append((entry_name(info), text))
     return files
 
 

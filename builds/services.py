@@ -770,18 +770,20 @@ def validate_import_files(
     files: Iterable[tuple[str, str]],
     approver: Principal | None = None,
     keep_unchanged: bool = True,
+    unchanged_paths: list[str] | None = None,
 ) -> tuple[list[tuple[str, str, PageDocument]], list[ImportFileReport]]:
     """Check every file of an import: path, frontmatter, references, NUL, secrets, the
     requester's ``suggest`` and (when an approver is named) their ``approve``.
 
     Returns the valid files with their parsed documents and a report per failing file;
     writes nothing except the audit rows of secret refusals. The export's own files (its
-    README, its captures: ``corpus.export.written_by_export``) are no pages and are passed
+    README, its captures, its originals: ``corpus.export.export_own_files``) are no pages and are passed
     over. A file the same as the live page the requester reads (``same_as_live``) asks
     nothing of anyone — an export re-imported with one page edited must not need ``suggest``
-    on every page it carries — and with ``keep_unchanged=False`` it is left out.
+    on every page it carries — and with ``keep_unchanged=False`` it is left out (its path is
+    added to ``unchanged_paths`` when given).
     """
-    from corpus.export import export_folder, written_by_export
+    from corpus.export import export_folder, export_own_files
     from corpus.services import approver_ok
 
     files = list(files)
@@ -790,7 +792,8 @@ def validate_import_files(
         if folder is not None:  # every path is off by that folder: say so, not "no permission" on each
             problem = f"this is an export zipped inside its folder ({mask(folder)[0]}/): zip what is inside it instead"
             return [], [ImportFileReport("(import)", [Problem("files", problem)])]
-    files = [(path, markdown) for path, markdown in files if not written_by_export(path, markdown)]
+    own = export_own_files(files)
+    files = [(path, markdown) for path, markdown in files if path not in own]
     # Only pages the requester reads: that a file equals a page they cannot see is not theirs to learn.
     live = live_pages(Page.objects.visible_to(requester, "read"), [path for path, _ in files])
     # Compared as the requester reads them: their copy never named what is hidden from them
@@ -827,6 +830,8 @@ def validate_import_files(
                     report.problems.append(Problem("permission", "the approver may not approve this page"))
             if keep_unchanged or not unchanged:
                 pending.append((path, markdown, document))
+            elif unchanged_paths is not None:
+                unchanged_paths.append(path)
         if report.problems:
             reports.append(report)
     return pending, reports
@@ -874,7 +879,12 @@ def build_import(
     nothing is written. A file identical to its live revision is left out, so a
     re-import computes no embedding. All new chunks are embedded in one batched call.
     """
-    pending, reports = validate_import_files(requester=requester, approver=approver, files=files)
+    # "Unchanged" as validation decided it (the page as the requester reads it): a file left
+    # unchecked as unchanged must never be written as a change.
+    unchanged: list[str] = []
+    pending, reports = validate_import_files(
+        requester=requester, approver=approver, files=files, keep_unchanged=False, unchanged_paths=unchanged
+    )
     same_person = isinstance(requester, Member) and isinstance(approver, Member) and requester.pk == approver.pk
     if same_person and not builds_settings()["ALLOW_SELF_APPROVAL"]:
         reports.append(
@@ -885,8 +895,8 @@ def build_import(
 
     result = ImportResult()
     live = live_pages(Page.objects.all(), [path for path, _, _ in pending])
-    changed = [(p, m, d) for p, m, d in pending if not same_as_live(live.get(p), m, d)]
-    result.unchanged = len(pending) - len(changed)
+    changed = pending
+    result.unchanged = len(unchanged)
     if not changed:
         return result
     with transaction.atomic():

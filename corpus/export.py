@@ -142,7 +142,7 @@ def corpus_plan(principal: Principal, *, originals: bool = False) -> list[Entry]
             for pk, key in batch:
                 if pk in names:
                     stem, _, suffix = _file_name(names[pk]).rpartition(".")
-                    name = taken.free(f"originals/{key}/{stem or suffix}", f".{suffix}" if stem else "")
+                    name = taken.free(f"{ORIGINALS}{key}/{stem or suffix}", f".{suffix}" if stem else "")
                     plan.append(Entry(name, "original", key, pk))
     plan.append(Entry(taken.free("figures", ".yml"), "figures"))
     plan.append(Entry(taken.free("README", ".md"), "readme"))
@@ -212,6 +212,19 @@ def _page_batch(principal: Principal, batch: list[Entry]) -> Iterator[Rendered]:
 
 README_HEADING = "# Brain export"
 _CAPTURE_KEYS = ("key", "captured_at", "sha256")  # what every exported capture's header holds, and no page's
+
+
+ORIGINALS = "originals/"  # where an export with originals puts each capture's uploaded file
+
+
+def export_own_files(files: list[tuple[str, str]]) -> set[str]:
+    """The paths among an import's ``files`` that are an export's own, not pages: each one
+    ``written_by_export`` names, and — when its README says the archive is an export — the
+    uploaded files under ``originals/`` (an upload named notes.md is no page either)."""
+    own = {path for path, markdown in files if written_by_export(path, markdown)}
+    if "README.md" in own:
+        own.update(path for path, _ in files if path.startswith(ORIGINALS))
+    return own
 
 
 def written_by_export(path: str, markdown: str) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
-from brain.zips import directory_problem, symbolic_link
+from brain.zips import directory_problem, entry_name, symbolic_link
 from memory.vaults.common import ImportRefused, path_problem, shown_path
 
 CHUNK = 1024 * 1024
@@ -91,7 +91,7 @@ def read_zip(
         for info in chosen.infos:
             # By its composed (NFC) name: macOS zips "Réunion.md" decomposed, and the same vault
             # zipped there and elsewhere must be the same notes (its origins, its [[links]]).
-            contents.files[unicodedata.normalize("NFC", info.orig_filename)] = inflate(archive, info)
+            contents.files[unicodedata.normalize("NFC", entry_name(info))] = inflate(archive, info)
         return contents
 
 
@@ -113,8 +113,9 @@ def select_entries(
     seen: set[str] = set()
     declared = 0
     for info in infos:
-        # ``orig_filename`` is the name as stored: ``filename`` is cut at a NUL.
-        name = info.orig_filename
+        # ``orig_filename`` is the name as stored (``filename`` is cut at a NUL), read as UTF-8
+        # where its writer wrote UTF-8 without saying so (``entry_name``).
+        name = entry_name(info)
         directory = name.endswith("/")
         problem = path_problem(name[:-1] if directory else name)
         if problem is not None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -137,7 +138,9 @@ def vault_files_from_folder(folder: Path) -> dict[str, bytes]:
         subdirectories[:] = sorted(name for name in subdirectories if not name.startswith("."))
         for name in sorted(names):
             full = Path(directory) / name
-            relative = full.relative_to(folder).as_posix()
+            # Composed (NFC), as the zip reader keys them: macOS hands back decomposed names,
+            # and one vault read from its folder and from a zip must be the same notes.
+            relative = unicodedata.normalize("NFC", full.relative_to(folder).as_posix())
             if hidden(relative) or full.is_symlink() or not full.is_file():
                 continue
             if not is_note(relative):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from builds.driver import ArchiveRefused, files_from_zip
 from builds.models import Build
 from grants.models import Member
 from grants.principals import SYSTEM
@@ -115,3 +116,46 @@ def test_build_import_does_not_silently_drop_upper_case_md(alice: Member) -> Non
     data = zip_of({"topics/ok.md": page_markdown(owner="alice", title="ok"), "topics/Other.MD": "x"})
     answer = build_import(alice, data)
     assert 400 <= answer.status_code < 500, answer.content
+
+
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_a_key_cut_at_the_shown_length_is_not_half_printed() -> None:
+    name = "topics/" + "a" * 180 + "/" + GITHUB_TOKEN + ".MD"  # refused: .MD
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(name, "x")
+    with pytest.raises(ArchiveRefused) as refused:
+        files_from_zip(buffer.getvalue())
+    assert GITHUB_TOKEN[:10] not in str(refused.value), str(refused.value)
+
+
+def zip_as_info_zip_writes_it(files: dict[str, str]) -> bytes:
+    """A zip whose names are UTF-8 bytes without the UTF-8 flag, as Info-ZIP's ``zip`` writes
+    them on Linux (Python's zipfile always sets the flag): each name is written as an ASCII
+    stand-in of the same length in bytes, then its bytes are put in place."""
+    stand_ins = {name: "n" * len(name.encode()) for name in files}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(stand_ins[name], text)
+    data = buffer.getvalue()
+    for name, stand_in in stand_ins.items():
+        data = data.replace(stand_in.encode(), name.encode())
+    return data
+
+
+def test_names_in_utf8_without_the_flag_are_read_as_written(alice: Member) -> None:
+    """zipfile read such names as cp437: "Ärger.md" became "├ärger.md", its title garbled and the
+    [[Ärger]] link to it unresolved ("1 to notes not in the import")."""
+    data = zip_as_info_zip_writes_it({"Notes/Ärger.md": "Printer jams again.", "Notes/Index.md": "See [[Ärger]]."})
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert "Notes/Ärger.md" not in archive.namelist()  # zipfile's own reading
+    answer = vault_import(alice, data)
+    assert answer.status_code == 200, answer.content
+    report = answer.json()
+    assert report["outcomes"] == {"stored": 2}, report
+    assert Memory.objects.filter(author=alice, origin="obsidian:V/Ärger.md").exists()  # the vault's folder is its root
+    assert report["links"]["created"] == 1, report  # [[Ärger]] found its note
+    assert not any("├" in memory.content for memory in Memory.objects.filter(author=alice))
