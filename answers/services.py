@@ -199,6 +199,7 @@ class Scored:
     sentence: str
     citation: str
     similarity: float | None  # None when the embedder was unavailable
+    position: int = 0  # its place among its chunk's sentences (the chunk is ``order``)
 
 
 def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[str], list[Scored]]:
@@ -211,17 +212,17 @@ def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[st
     wanted = _words(text)
     if not wanted:
         raise Refused("the question has no words to look for")
-    candidates: list[tuple[int, str, str, str]] = []  # (retrieval order, sentence, citation, page title)
+    candidates: list[tuple[int, int, str, str, str]] = []  # (order, place, sentence, citation, page title)
     anchors = Anchors()
     for order, result in enumerate(found):
-        for sentence in _sentences(result.body)[:SENTENCES_PER_CHUNK]:
-            candidates.append((order, sentence, anchors.cite(result.path, result.heading_path), result.title))
+        for place, sentence in enumerate(_sentences(result.body)[:SENTENCES_PER_CHUNK]):
+            candidates.append((order, place, sentence, anchors.cite(result.path, result.heading_path), result.title))
     candidates = candidates[:MAX_CANDIDATE_SENTENCES]
     # Embedded together: the question, each sentence, then each titled sentence (an untitled
     # page's sentence is not embedded twice; its titled similarity is its bare one).
-    texts = [text] + [sentence for _, sentence, _, _ in candidates]
+    texts = [text] + [sentence for _, _, sentence, _, _ in candidates]
     titled_at: list[int] = []
-    for index, (_, sentence, _, title) in enumerate(candidates):
+    for index, (_, _, sentence, _, title) in enumerate(candidates):
         if title:
             texts.append(f"{title}: {sentence}")
         titled_at.append(len(texts) - 1 if title else index + 1)
@@ -230,16 +231,16 @@ def scored_sentences(asker: Member | ServiceAccount, text: str) -> tuple[list[st
     except embeddings.EmbeddingError:
         vectors = None
     scored: list[Scored] = []
-    for index, (order, sentence, citation, _) in enumerate(candidates):
+    for index, (order, place, sentence, citation, _) in enumerate(candidates):
         coverage = len(wanted & _words(sentence)) / len(wanted)
         if vectors is None:
-            scored.append(Scored(coverage, order, sentence, citation, None))
+            scored.append(Scored(coverage, order, sentence, citation, None, place))
             continue
         bare = float(vectors[0] @ vectors[index + 1])
         titled = float(vectors[0] @ vectors[titled_at[index]])
         similarity = (1 - TITLED_SHARE) * bare + TITLED_SHARE * titled
         score = similarity + COVERAGE_WEIGHT * coverage - ORDER_PENALTY * order
-        scored.append(Scored(score, order, sentence, citation, similarity))
+        scored.append(Scored(score, order, sentence, citation, similarity, place))
     scored.sort(key=lambda item: (-item.score, item.order))
     return sorted({r.path for r in found}), scored
 
@@ -266,6 +267,8 @@ def extractive_choose(scored: list[Scored], *, floor: float, margin: float = CLA
     With the embedder, the cited page must lead every other retrieved page by ``margin``
     (their claims computed alike) unless its best sentence scores ``CLEAR_SCORE``; otherwise
     nothing is chosen and the tied pages (at most ``MAX_CONTENDERS``) are the ``contenders``.
+    A sentence next to a chosen one in its chunk that may answer too joins it (at most
+    ``MAX_SENTENCES`` in all), and the answer quotes them in the page's order.
     """
     eligible = [s for s in scored if (s.similarity >= floor if s.similarity is not None else s.score >= MIN_SUPPORT)]
     if not eligible:
@@ -287,7 +290,18 @@ def extractive_choose(scored: list[Scored], *, floor: float, margin: float = CLA
         tied = [page for page in by_page if page != chosen_page and claim(page) > claim(chosen_page) - margin]
         if tied:
             return Choice([], contenders=[chosen_page, *sorted(tied, key=claim, reverse=True)][:MAX_CONTENDERS])
-    return Choice([s for s in on_page[:MAX_SENTENCES] if s.score >= on_page[0].score - SENTENCE_MARGIN])
+    chosen = [s for s in on_page[:MAX_SENTENCES] if s.score >= on_page[0].score - SENTENCE_MARGIN]
+    # The sentence right after (or before) a chosen one in its chunk goes with it when it may
+    # answer too: "Managers approve up to 12%." is half of what "Anything above 12% goes to the
+    # commercial lead." completes, and quoting a passage reads better than a lone line.
+    for sentence in on_page:
+        if len(chosen) >= MAX_SENTENCES:
+            break
+        if sentence not in chosen and any(
+            sentence.order == kept.order and abs(sentence.position - kept.position) == 1 for kept in chosen
+        ):
+            chosen.append(sentence)
+    return Choice(sorted(chosen, key=lambda s: (s.order, s.position)))
 
 
 def _page_of(citation: str) -> str:
@@ -315,7 +329,8 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
     best = choice.sentences
     if not best:
         raise Refused("nothing you can read answers this question")
-    citations = list(dict.fromkeys(item.citation for item in best))
+    # Cited best first; quoted in the page's order.
+    citations = list(dict.fromkeys(item.citation for item in sorted(best, key=lambda item: -item.score)))
     answer = " ".join(dict.fromkeys(item.sentence for item in best))
     return Outcome(
         answer=f"{answer}\n\n{EXTRACTIVE_NOTICE}", citations=citations, mode="extractive", retrieved=retrieved
