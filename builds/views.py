@@ -45,6 +45,7 @@ from builds.services import (
     build_open,
     build_promote,
     build_reject,
+    build_submit,
 )
 from corpus.diffs import line_diff
 from corpus.models import Page
@@ -331,6 +332,24 @@ def build_withdraw(request: HttpRequest, member: Member, public_id: str) -> Http
         messages.error(request, "This build has already ended: there is nothing to withdraw.")
         return redirect("builds:build-detail", public_id=build.public_id)
     messages.success(request, "You withdrew this build: it will not be reviewed, and its credentials no longer work.")
+    return redirect("builds:build-detail", public_id=build.public_id)
+
+
+@require_POST
+@member_required
+def build_submit_view(request: HttpRequest, member: Member, public_id: str) -> HttpResponse:
+    """The requester sends their open build for review (``build_submit``): a build opened from
+    the web — a memory proposed as a page — had no way there, and waited on Reviews for ever.
+    A build the member cannot see is the same 404 as a missing one; another's is a 403."""
+    build = _visible_or_404(request, public_id)
+    try:
+        build_submit(actor=member, build=build)
+    except PermissionDenied:
+        raise PermissionDenied("only the build's requester may submit it") from None
+    except ValidationError as refused:
+        messages.error(request, "Not submitted: " + "; ".join(refused.messages))
+        return redirect("builds:build-detail", public_id=build.public_id)
+    messages.success(request, "Submitted for review: the people who may approve it see it on their Reviews page.")
     return redirect("builds:build-detail", public_id=build.public_id)
 
 

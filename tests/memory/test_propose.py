@@ -129,6 +129,16 @@ class ProposeTests(BrainTestCase):
         answer = self.client.post(f"/memory/{memory.pk}/propose", form)
         build = Build.objects.get()
         assert answer["Location"] == f"/builds/{build.public_id}/"
+        # ... and from the build's page it goes to review: there was no way but withdrawing.
+        opened = self.client.get(answer["Location"]).content.decode()
+        assert "Submit for review" in opened
+        sent = self.client.post(f"/builds/{build.public_id}/submit", follow=True).content.decode()
+        assert "Submitted for review" in sent
+        build.refresh_from_db()
+        assert build.status == Build.Status.AWAITING_REVIEW
+        self.client.force_login(self.bob.user)  # not the requester
+        assert self.client.post(f"/builds/{build.public_id}/submit").status_code in (403, 404)
+        self.client.force_login(self.alice.user)
         missing = self.client.post(f"/memory/{memory.pk}/propose",
                                    {"path": "topics/people/none.md", "mode": "append"}, follow=True)  # fmt: skip
         assert "There is no page at topics/people/none.md that you can read." in missing.content.decode()
