@@ -102,7 +102,7 @@ def time_window(query: str, now: dt.datetime | None = None) -> tuple[str, dt.dat
         if match:
             after, before = window(match)
             rest = (query[: match.start()] + query[match.end() :]).strip(" ,.?")
-            return re.sub(r"\s{2,}", " ", rest) or query, after, before
+            return re.sub(r"\s{2,}", " ", rest), after, before  # "today" alone leaves nothing to match
     return query, None, None
 
 
@@ -211,6 +211,14 @@ def memory_recall(
     required = operators_sql(text, "search_vector")
     if required is not None:
         base = base.filter(RawSQL(required[0], required[1], output_field=BooleanField()))
+    if not _sought(text):
+        # Nothing left to match ("today", "-ship", a lone quote): the memories the filters
+        # leave, newest first. Ranked by the meaning of "" or "-ship" they were noise shown as
+        # matches ("-1% match"), and "today" listed 2 of the 8 memories written today.
+        newest = base.select_related("author__user").order_by("-created_at")[: int(top_k)]
+        return Recall(
+            results=[Recalled(memory=m, score=0.0, similarity=None) for m in newest], after=after, before=before
+        )
 
     response = Recall(after=after, before=before)
     arms: dict[str, list[tuple[Any, float]]] = {}
@@ -309,6 +317,14 @@ def memory_recall(
         Memory.objects.filter(pk__in=direct).update(recall_count=F("recall_count") + 1, last_recalled_at=timezone.now())
     response.results = results
     return response
+
+
+_EXCLUDED = re.compile(r'(?<!\S)-(?:"[^"]*(?:"|$)|[^\s"]+)')  # a -word or -"phrase" (websearch's)
+
+
+def _sought(text: str) -> bool:
+    """Whether ``text`` asks for something: a word outside its exclusions."""
+    return bool(re.search(r"\w", _EXCLUDED.sub(" ", text)))
 
 
 def _expand(actor: Member, results: list[Recalled], hops: int, base: Any, *, limit: int) -> list[Recalled]:

@@ -400,6 +400,21 @@ class RecallTests(MemoryTestCase):
         phrased = memory_recall(actor=self.alice, query='"wiped each evening"').results
         assert [item.memory.pk for item in phrased] == [evening.pk]
 
+    def test_a_query_of_only_a_time_phrase_or_exclusions_lists_newest_first(self) -> None:
+        """ "today" was ranked by the meaning of "" (2 of 8 memories of the day), "-ship" by the
+        meaning of "-ship" (unrelated memories shown as "-1% match")."""
+        old = self.remember("We decided pricing moves to annual plans.")
+        Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - dt.timedelta(days=3))
+        written = [self.remember(text) for text in (
+            "The staging database is rebuilt every night.", "We ship on Thursdays.", "Dana runs the fire drill.",
+        )]  # fmt: skip
+        today = memory_recall(actor=self.alice, query="today").results
+        assert [item.memory.pk for item in today] == [memory.pk for memory in reversed(written)]
+        assert all(item.similarity is None for item in today)
+        unshipped = memory_recall(actor=self.alice, query="-ship").results
+        assert [item.memory.pk for item in unshipped] == [written[2].pk, written[0].pk, old.pk]
+        assert memory_recall(actor=self.alice, query='"').results  # a lone quote asks for nothing: the newest
+
     def test_cjk_and_full_width_keywords_with_the_embedder_off(self) -> None:
         tokyo = self.remember("東京オフィスは午前9時に開きます。")
         pg = self.remember("ＰｏｓｔｇｒｅＳＱＬ backups run nightly.")
