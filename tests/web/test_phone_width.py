@@ -22,8 +22,9 @@ class PhoneWidthTests(BrowserTestCase):
         than itself, and a table too wide scrolls in its own box, never the page."""
         member_create(actor=SYSTEM, username="alice", password="pw-alice-123")
         page = self.signed_in("alice", "pw-alice-123", width=360)
-        page.goto(f"{self.live_server_url}/account/security/")
-        self.no_horizontal_overflow(page)
+        for url in ("/memory/calendars/", "/sources/", "/account/security/"):
+            page.goto(f"{self.live_server_url}{url}")
+            self.no_horizontal_overflow(page)
         # Every header word on one line: the line boxes of each cell's text (a cell's own box is
         # as tall as its row, whatever its text).
         lines = page.evaluate(
