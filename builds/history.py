@@ -35,6 +35,7 @@ class HistoryEntry:
     build_id: str | None
     build_title: str | None
     note: str
+    build_openable: bool  # whether the reader may open the build's page (else its title is text)
 
     sha256: str  # as the reader may have it (``corpus.selectors.sha256_as_seen``)
 
@@ -89,7 +90,9 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
         return readable[scope]
 
     shown_revisions = [revision for revision in revisions if reads(revision)]
-    seen_builds = builds_titles_visible_to(principal, {r.build_pk for r in shown_revisions if r.build_pk})  # type: ignore[attr-defined]
+    carried = {r.build_pk for r in shown_revisions if r.build_pk}  # type: ignore[attr-defined]
+    openable = builds_openable_by(principal, carried)
+    seen_builds = builds_titles_visible_to(principal, carried, openable=openable)
     references = ReferenceFilter(principal, [revision.frontmatter for revision in shown_revisions])
     entries = [
         HistoryEntry(
@@ -102,6 +105,7 @@ def page_history(*, principal: Principal | None, path: str, limit: int = 200) ->
             build_id=str(revision.build_public_id) if revision.build_pk in seen_builds else None,  # type: ignore[attr-defined]
             build_title=revision.build_title if revision.build_pk in seen_builds else None,  # type: ignore[attr-defined]
             note=(revision.note or "") if revision.build_pk in seen_builds else "",  # type: ignore[attr-defined]
+            build_openable=revision.build_pk in openable,  # type: ignore[attr-defined]
         )
         for revision in shown_revisions
     ]
@@ -167,12 +171,9 @@ def _left_at(path: str, before: datetime | None) -> datetime | None:
     return latest
 
 
-def builds_titles_visible_to(principal: Principal | None, build_ids: set[int]) -> set[int]:
-    """Of ``build_ids``, those whose title and note ``principal`` may be shown: builds they may
-    see (``build_get_visible``'s rule) and builds all of whose pages they may read. A constant
-    number of queries however many builds."""
-    from corpus.services import document_from_revision
-
+def builds_openable_by(principal: Principal | None, build_ids: set[int]) -> set[int]:
+    """Of ``build_ids``, those ``principal`` may open (``build_get_visible``'s rule: requester,
+    participant, or approver of one of its pages), in a constant number of queries."""
     if not build_ids or principal is None:
         return set()
     if isinstance(principal, SystemPrincipal):
@@ -186,8 +187,23 @@ def builds_titles_visible_to(principal: Principal | None, build_ids: set[int]) -
                 "build_id", flat=True
             )
         )
-    shown |= builds_approvable_by(principal, [build for build in builds if build.pk not in shown])
-    rest = {build.pk for build in builds} - shown
+    return shown | builds_approvable_by(principal, [build for build in builds if build.pk not in shown])
+
+
+def builds_titles_visible_to(
+    principal: Principal | None, build_ids: set[int], *, openable: set[int] | None = None
+) -> set[int]:
+    """Of ``build_ids``, those whose title and note ``principal`` may be shown: builds they may
+    open (``builds_openable_by``; pass it as ``openable`` when already known) and builds all
+    of whose pages they may read. A constant number of queries however many builds."""
+    from corpus.services import document_from_revision
+
+    if not build_ids or principal is None:
+        return set()
+    if isinstance(principal, SystemPrincipal):
+        return set(build_ids)
+    shown = set(openable) if openable is not None else builds_openable_by(principal, build_ids)
+    rest = set(build_ids) - shown
     if not rest:
         return shown
     changes = list(BuildChange.objects.filter(build_id__in=rest).select_related("revision"))

@@ -306,6 +306,24 @@ class ReviewPrivacyEdgeTests(BrainTestCase):
         self.client.force_login(self.victor.user)
         assert "margins move to 40%" in self.client.get("/pages/topics/pricing/faq.md/history").content.decode()
 
+    def test_history_links_a_build_only_for_those_who_may_open_it(self) -> None:
+        """A reader of every page of a build is shown its title, but its page is for its
+        requester, participants and approvers: the link led everyone else to a 404."""
+        build = self.imported(
+            "Plain build", {"topics/pricing/faq.md": page_markdown(title="FAQ", body="# FAQ\n\nAsk.\n")}
+        )
+        build_promote(actor=self.victor, build=build, note="fine")
+        self.client.force_login(self.bob.user)  # reads topics/, approves nothing, did not ask
+        history = self.client.get("/pages/topics/pricing/faq.md/history").content.decode()
+        assert "Plain build" in history
+        assert f'href="/builds/{build.public_id}/"' not in history
+        assert self.client.get(f"/builds/{build.public_id}/").status_code == 404
+        self.client.force_login(self.victor.user)  # approved it
+        assert (
+            f'href="/builds/{build.public_id}/"'
+            in self.client.get("/pages/topics/pricing/faq.md/history").content.decode()
+        )
+
 
 class LongListTests(BrainTestCase):
     def test_an_old_open_build_stays_listed_and_a_cut_list_says_so(self) -> None:
