@@ -18,8 +18,8 @@ from django.utils.safestring import SafeString
 from builds.models import Build, BuildChange
 from builds.selectors import build_parts, held_on, pages_at, readable_changes
 from corpus.diffs import Diff, line_diff
-from corpus.models import Revision
-from corpus.rendering import render_markdown
+from corpus.models import Page, Revision
+from corpus.rendering import page_links, render_markdown
 from corpus.selectors import ReferenceFilter
 from grants.models import Member, Permission
 from grants.predicates import members_holding_all
@@ -215,6 +215,12 @@ def build_review(*, build: Build, viewer: Principal | None, window: slice | None
     references = ReferenceFilter(
         viewer, [revision.frontmatter for pair in pairs for revision in (pair.old, pair.new) if revision is not None]
     )
+    # A preview's links lead where the live pages are: to one the reviewer cannot read, or one
+    # not live yet (this build's own new pages too), a link would be a 404 — marked instead.
+    drafts = [pair.new for pair in pairs if pair.new is not None and pair.action != BuildChange.Action.DELETE]
+    targets = {target for draft in drafts for target in page_links(draft.body, page_path=draft.path)}
+    readable = set(Page.objects.visible_to(viewer, "read").filter(path__in=targets).values_list("path", flat=True))
+    unavailable = frozenset(targets - readable)
     for pair in pairs:
         new = pair.new if pair.action != BuildChange.Action.DELETE else None
         frontmatter_text = _frontmatter_lines(new, references)[1] if new is not None else ""
@@ -229,7 +235,11 @@ def build_review(*, build: Build, viewer: Principal | None, window: slice | None
                 frontmatter_text=frontmatter_text,
                 preview_html=SafeString(
                     render_markdown(
-                        new.body, page_path=new.path, title=str(new.frontmatter.get("title", "")), heading_ids=False
+                        new.body,
+                        page_path=new.path,
+                        title=str(new.frontmatter.get("title", "")),
+                        heading_ids=False,
+                        unavailable=unavailable,
                     )
                 )
                 if new is not None

@@ -70,7 +70,8 @@ class QueryCountTests(ReviewerTestCase):
         # home and the queue first ask whether the reader may approve anything at all (holds_any);
         # browse names the visible pages' owners in a query of its own; history asks whether
         # the page was moved to its path (its earlier homes' revisions are its history too);
-        # uploads whether the reader may add captures at all (the form is offered only then).
+        # uploads whether the reader may add captures at all (the form is offered only then);
+        # the review, when its previews link to pages, which of them the reader may open.
         expected = {
             "home": 12, "browse": 4, "page": 4, "history": 5, "search": 6, "review": 7, "reviews": 7, "uploads": 4,
         }  # fmt: skip

@@ -306,6 +306,17 @@ class ReviewPrivacyEdgeTests(BrainTestCase):
         self.client.force_login(self.victor.user)
         assert "margins move to 40%" in self.client.get("/pages/topics/pricing/faq.md/history").content.decode()
 
+    def test_a_previews_link_to_a_page_the_reviewer_cannot_open_is_marked_not_followed(self) -> None:
+        publish("topics/pricing/price-list.md", title="Price list")
+        build = self.imported("Links", {"topics/pricing/faq.md": page_markdown(
+            title="FAQ", body="# FAQ\n\nSee the [incident process](../../engineering/incident-process.md) "
+                              "and the [seat prices](price-list.md).\n")})  # fmt: skip
+        self.client.force_login(self.victor.user)
+        page = self.client.get(f"/builds/{build.public_id}/").content.decode()
+        assert 'href="/pages/engineering/incident-process.md"' not in page  # no such page: a 404
+        assert '<a class="unavailable" title="Not available to you">incident process</a>' in page
+        assert 'href="/pages/topics/pricing/price-list.md"' in page  # live and readable
+
     def test_history_links_a_build_only_for_those_who_may_open_it(self) -> None:
         """A reader of every page of a build is shown its title, but its page is for its
         requester, participants and approvers: the link led everyone else to a 404."""
