@@ -182,13 +182,19 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
             # would be a 404 — back to the dashboard, where the message is read.
             return redirect("memory:dashboard")
     elif action == "link":
-        memory_link(
-            actor=member,
-            from_id=memory.pk,
-            to_id=request.POST.get("to_id", "").strip(),
-            type=request.POST.get("type", "relates_to"),
-        )
-        messages.success(request, "Linked.")
+        try:
+            memory_link(
+                actor=member,
+                from_id=memory.pk,
+                to_id=request.POST.get("to_id", "").strip(),
+                type=request.POST.get("type", "relates_to"),
+            )
+        except Memory.DoesNotExist:
+            # On this memory's page, as the other refusals are (a bare 404 page lost it); one
+            # message for an id that is no memory and one hidden from you.
+            messages.error(request, "Not linked: no memory you can see has that id.")
+        else:
+            messages.success(request, "Linked.")
     elif action == "propose":
         return _propose(request, member, memory)
     elif action == "forget":

@@ -143,6 +143,16 @@ class MemoryEdgeTests(TestCase):
             assert answer.status_code == 400, (value, answer.status_code)
             assert "after must be an ISO date" in json.dumps(answer.json())
 
+    def test_linking_to_an_id_that_is_no_memory_you_see_is_said_on_the_memorys_page(self) -> None:
+        """A bare "Not found" page replaced the memory's page (and what the page says)."""
+        mine = self.remember(self.alice, "We ship on Thursdays.")
+        bobs = self.remember(self.bob, "Bob's private note about Thursdays.")
+        self.client.force_login(self.alice.user)
+        for other in ("not-a-uuid", "00000000-0000-0000-0000-000000000000", str(bobs.pk)):
+            answer = self.client.post(f"/memory/{mine.pk}/link", {"to_id": other, "type": "relates_to"}, follow=True)
+            assert answer.redirect_chain[-1][0] == f"/memory/{mine.pk}/", other
+            assert "Not linked: no memory you can see has that id." in answer.content.decode(), other
+
     def test_an_unknown_layer_is_a_400_and_an_admins_unshare_lands_on_the_dashboard(self) -> None:
         token = api_token_issue(actor=self.alice, name="cli")[1]
         answer = self.client.get("/api/memory/count", {"workspace": "bogus"}, HTTP_AUTHORIZATION=f"Bearer {token}")
