@@ -53,6 +53,11 @@ class Finding:
     def describe(self) -> str:
         return f"{self.kind} ({self.category}) on line {self.line}"
 
+    @property
+    def article(self) -> str:
+        """The article the kind is said with, "a" or "an" ("an AWS access key id", "an IBAN", "an npm token")."""
+        return "an" if self.kind[:1] in "AEIOaeio" or self.kind.startswith("npm") else "a"
+
 
 class NulRefused(DomainError, ValueError):
     """Text holds what PostgreSQL text cannot: a NUL character, or a lone UTF-16 surrogate
@@ -72,7 +77,7 @@ class SecretRefused(DomainError, ValueError):
         first = findings[0]
         more = f" and {len(findings) - 1} more" if len(findings) > 1 else ""
         super().__init__(
-            f"{field} refused: it contains a {first.describe()}{more}. "
+            f"{field} refused: it contains {first.article} {first.describe()}{more}. "
             "Remove the value (keep credentials in a secret manager, not in the brain)."
         )
 

@@ -293,3 +293,15 @@ def test_log_lines_are_redacted_with_url_escapes_read() -> None:
     # A '+' is a space in a query string, and a character in a password: both readings count.
     assert "9secretValue42" not in redact("password=Xy+" + "9secretValue42")
     assert "s3cr3t+pw" not in redact("postgres://app:s3cr3t" + "+pw@db/x")
+
+
+def test_a_refusal_says_an_before_a_kind_said_with_a_vowel() -> None:
+    """It said "it contains a AWS access key id" (dashboard, append, ask, vault import)."""
+    from brain.text.secrets import SecretRefused, find
+
+    def said(text: str) -> str:
+        return str(SecretRefused(find(text)))
+
+    assert "it contains an AWS access key id" in said("key AKIAQWERTYUIOPASDFGH here")
+    assert "it contains an IBAN" in said("pay to DE89370400440532013000 today")
+    assert "it contains a GitHub token" in said("ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8")

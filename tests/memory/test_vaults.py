@@ -212,7 +212,7 @@ def test_a_note_with_a_secret_or_broken_front_matter_refuses_the_whole_import(tm
     assert zipped.status_code == 400
     problems = zipped.json()["error"]["problems"]
     assert problems[0].startswith("Broken.md: front matter is not valid YAML")
-    assert problems[1].startswith("Ops/keys.md: text refused: it contains a AWS access key id")
+    assert problems[1].startswith("Ops/keys.md: text refused: it contains an AWS access key id")
     assert "AKIAIOSFODNN7EXAMPLE" not in zipped.content.decode()
     assert not Memory.objects.filter(author=alice).exists()
     # A value its YAML type cannot hold was a server error (PyYAML raised ValueError and kin).
@@ -366,7 +366,7 @@ def test_zip_bombs_and_secrets_in_notion_exports_are_refused(alice: Member) -> N
     with pytest.raises(ImportRefused) as refused:
         notion_import(actor=alice, zip_bytes=zip_of(leaky))
     assert refused.value.problems == [
-        f"Keys {GHOST}.md: text refused: it contains a AWS access key id (credential) on line 3. "
+        f"Keys {GHOST}.md: text refused: it contains an AWS access key id (credential) on line 3. "
         "Remove the value (keep credentials in a secret manager, not in the brain)."
     ]
     assert not Memory.objects.filter(author=alice).exists()
