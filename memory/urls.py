@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from memory import (
     api,
@@ -28,7 +28,12 @@ urlpatterns = [
     path("memory/import/<str:job_id>/", vault_views.import_job_page, name="import-job"),
     path("memory/export/obsidian", vault_views.export_obsidian, name="export-obsidian"),
     path("memory/<uuid:memory_id>/", views.detail, name="detail"),
-    path("memory/<uuid:memory_id>/<str:action>", views.act, name="act"),
+    # Only the actions there are: any other word is a 404 (as <str:action> it was a 405 on GET).
+    re_path(
+        r"^memory/(?P<memory_id>[0-9a-f-]{36})/(?P<action>edit|append|status|share|link|propose|forget)$",
+        views.act,
+        name="act",
+    ),
     path("account/memory-tokens/", views.tokens, name="tokens"),
     path("prompt-capsules/core", capsule_views.core, name="capsule-core"),
     path("prompt-capsules/projects/<str:project_id>", capsule_views.project, name="capsule-project"),

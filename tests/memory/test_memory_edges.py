@@ -152,6 +152,9 @@ class MemoryEdgeTests(TestCase):
             answer = self.client.post(f"/memory/{mine.pk}/link", {"to_id": other, "type": "relates_to"}, follow=True)
             assert answer.redirect_chain[-1][0] == f"/memory/{mine.pk}/", other
             assert "Not linked: no memory you can see has that id." in answer.content.decode(), other
+        # A word that is no action is a page that does not exist, by any method.
+        assert self.client.get(f"/memory/{mine.pk}/bogus").status_code == 404
+        assert self.client.post(f"/memory/{mine.pk}/bogus").status_code == 404
 
     def test_an_unknown_layer_is_a_400_and_an_admins_unshare_lands_on_the_dashboard(self) -> None:
         token = api_token_issue(actor=self.alice, name="cli")[1]
