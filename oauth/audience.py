@@ -68,8 +68,13 @@ def legacy_refusal(request: HttpRequest, message: str) -> JsonResponse:
     caller = resolve(raw) if raw is not None else None
     surface = surface_for(request.path)
     if caller is None or surface is None:
-        refused = json_error("unauthenticated", message, 401)
-        refused["WWW-Authenticate"] = 'Bearer realm="brain"'
+        # A token was sent but is no live one: say so (unknown, expired and revoked alike),
+        # not only what to send — the person holding a revoked token thought theirs was right.
+        said = "The token sent is unknown, expired or revoked. " + message if raw is not None else message
+        refused = json_error("unauthenticated", said, 401)
+        refused["WWW-Authenticate"] = (
+            'Bearer realm="brain", error="invalid_token"' if raw is not None else ('Bearer realm="brain"')
+        )
         return refused
     scope = SURFACES[surface].scope
     refused = json_error("insufficient_scope", refusal_reason(SURFACES[surface], caller), 403)

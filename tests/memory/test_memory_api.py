@@ -168,7 +168,12 @@ class MemoryApiTests(TestCase):
         api_token_revoke(actor=self.alice, token_id=row.pk)
         refused = self.api("alice", "get", "count")
         assert refused.status_code == 401
-        assert self.client.get("/api/memory/count").status_code == 401
+        # Told the token is no live one (not only what to send), as RFC 6750's invalid_token.
+        assert refused.json()["error"]["message"].startswith("The token sent is unknown, expired or revoked.")
+        assert 'error="invalid_token"' in refused["WWW-Authenticate"]
+        unsent = self.client.get("/api/memory/count")
+        assert unsent.status_code == 401
+        assert "unknown, expired or revoked" not in unsent.json()["error"]["message"]
         with pytest.raises(MemoryApiToken.DoesNotExist):
             api_token_revoke(actor=self.bob, token_id=MemoryApiToken.objects.get(member=self.charlie).pk)
 
