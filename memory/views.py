@@ -206,12 +206,18 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
     return redirect("memory:detail", memory_id=memory.pk)
 
 
+def _printable(typed: str) -> str:
+    """What was typed, to show again; a NUL (refused, never stored) is not put in the page."""
+    return "" if "\x00" in typed else typed
+
+
 def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpResponseBase:
     """Open a build proposing the shared memory as a page (or a section of one); show the build."""
     from corpus.models import Page
     from memory.propose import memory_propose_page
 
     path = request.POST.get("path", "").strip()
+    problem = ""
     try:
         build = memory_propose_page(
             actor=member,
@@ -221,16 +227,20 @@ def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpRespon
             add_to_existing=request.POST.get("mode") == "append",
         )
     except Page.DoesNotExist:
-        messages.error(request, f"There is no page at {path} that you can read.")
-        return redirect("memory:detail", memory_id=memory.pk)
+        problem = f"There is no page at {path} that you can read."
     except ValidationError as invalid:
         problems = [str(text) for texts in getattr(invalid, "message_dict", {"": invalid.messages}).values()
                     for text in texts]  # fmt: skip
-        messages.error(request, "Not proposed: " + "; ".join(problems))
-        return redirect("memory:detail", memory_id=memory.pk)
+        problem = "Not proposed: " + "; ".join(problems)
     except DomainError as refused:  # a path or page document refused: the message names the rule
-        messages.error(request, "Not proposed: " + refused.safe_message)
-        return redirect("memory:detail", memory_id=memory.pk)
+        problem = "Not proposed: " + refused.safe_message
+    if problem:
+        # The memory's page again, the form open with what was typed (a redirect emptied it);
+        # a refused secret is never echoed (SecretRefused goes on to ``member_view``).
+        messages.error(request, problem)
+        typed = {"action": "propose", "path": _printable(path), "title": _printable(request.POST.get("title", "")),
+                 "mode": "append" if request.POST.get("mode") == "append" else "new"}  # fmt: skip
+        return render(request, "memory/detail.html", _detail_context(member, memory, typed), status=400)
     messages.success(request, "A build with the draft page is open: review the diff, then submit it for review.")
     return redirect("builds:build-detail", public_id=build.public_id)
 

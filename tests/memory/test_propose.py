@@ -114,15 +114,22 @@ class ProposeTests(BrainTestCase):
         self.client.force_login(self.alice.user)
         page = self.client.get(f"/memory/{memory.pk}/").content.decode()
         assert "Propose as a corpus page" in page
-        bad = self.client.post(f"/memory/{memory.pk}/propose", {"path": "../etc/passwd", "mode": "new"}, follow=True)
-        assert bad.status_code == 200
-        assert "Not proposed:" in bad.content.decode()
+        bad = self.client.post(
+            f"/memory/{memory.pk}/propose", {"path": "../etc/passwd", "title": "Drills", "mode": "append"}
+        )
+        assert bad.status_code == 400
+        shown = bad.content.decode()
+        assert "Not proposed:" in shown
+        # The form again, open, with what was typed (a redirect emptied it).
+        assert 'value="../etc/passwd"' in shown
+        assert 'value="Drills"' in shown
+        assert 'value="append" checked' in shown
         # A NUL in a multipart form reaches the view (the middleware reads url-encoded forms only):
         # both modes looked the path up before refusing it, a database error (500).
         for mode in ("new", "append"):
             nul = self.client.post(f"/memory/{memory.pk}/propose", {"path": "topics/a\x00b.md", "mode": mode},
                                    follow=True)  # fmt: skip
-            assert nul.status_code == 200, mode
+            assert nul.status_code == 400, mode
             assert "Not proposed:" in nul.content.decode()
         assert not Build.objects.exists()
         form = {"path": "topics/people/fire-drills.md", "title": "Fire drills", "mode": "new"}
@@ -140,5 +147,5 @@ class ProposeTests(BrainTestCase):
         assert self.client.post(f"/builds/{build.public_id}/submit").status_code in (403, 404)
         self.client.force_login(self.alice.user)
         missing = self.client.post(f"/memory/{memory.pk}/propose",
-                                   {"path": "topics/people/none.md", "mode": "append"}, follow=True)  # fmt: skip
+                                   {"path": "topics/people/none.md", "mode": "append"})  # fmt: skip
         assert "There is no page at topics/people/none.md that you can read." in missing.content.decode()
