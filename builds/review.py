@@ -258,6 +258,46 @@ class Approvers:
     more: int  # how many further members could, beyond the names listed
 
 
+def _added_citations(
+    build: Build, requester: Member, readable_live: dict[str, Page]
+) -> list[tuple[str, str | None, int]]:
+    """The live pages and captures the build's drafts cite anew (not this build's own, not
+    what the page there already cited), as the requester can read them: (path, category,
+    sensitivity) each approver must read. One cited thing the requester cannot read is left
+    out — nothing here may say it exists; the gate still stops it for everyone."""
+    from corpus.models import Source
+    from corpus.selectors import frontmatter_references
+
+    parts = build_parts(build)
+    own_pages = {change.path for change in parts.changes}
+    own_captures = {recorded.source.key for recorded in parts.captures}
+    pages: set[str] = set()
+    keys: set[str] = set()
+    for change in parts.changes:
+        if change.revision is None:
+            continue
+        related, sources = frontmatter_references(change.revision.frontmatter)
+        before: set[str] = set()
+        live = readable_live.get(change.path)
+        if live is not None and live.current_revision is not None:
+            for references in frontmatter_references(live.current_revision.frontmatter):
+                before.update(references)
+        pages.update(path for path in related if path not in own_pages and path not in before)
+        keys.update(
+            item.removeprefix("capture:") for item in sources
+            if item not in before and item.removeprefix("capture:") not in own_captures
+        )  # fmt: skip
+    found: list[tuple[str, str | None, int]] = [
+        (page.path, page.category, int(page.sensitivity))
+        for page in Page.objects.visible_to(requester, "read").filter(path__in=pages)
+    ]
+    found += [
+        (source.scope_path, source.category, int(source.sensitivity))
+        for source in Source.objects.visible_to(requester, "read").filter(key__in=keys)
+    ]
+    return found
+
+
 def build_approvers(*, build: Build, requester: Member) -> Approvers:
     """Active members (not the requester, unless self-approval is allowed) whose grants let them
     approve every part of ``build``, worked out as the requester sees the corpus.
@@ -311,6 +351,12 @@ def build_approvers(*, build: Build, requester: Member) -> Approvers:
     if not objects or len(owners) > 1:  # two different owners can never both be the approver
         return Approvers([], 0)
     candidates = members_holding_all(Permission.APPROVE, objects)
+    cited = _added_citations(build, requester, readable_live)
+    if candidates and cited:
+        # The promotion gate refuses an approver who cannot read a citation the build adds
+        # ("it adds citations … you cannot read"): naming them sent the requester to someone
+        # who then could not approve.
+        candidates &= members_holding_all(Permission.READ, cited)
     if not candidates:
         return Approvers([], 0)
     members = Member.objects.filter(pk__in=candidates, is_active=True, user__is_active=True).select_related("user")

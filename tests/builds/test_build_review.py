@@ -33,7 +33,7 @@ from corpus.selectors import page_find, page_read
 from grants.models import Member
 from grants.principals import SYSTEM
 from grants.services import grant_issue, member_create, member_update
-from tests.base import DISCOUNT_POLICY, BrainTestCase, page_markdown, publish
+from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, page_markdown, publish
 
 
 class BuildTests(BrainTestCase):
@@ -133,6 +133,29 @@ class BuildTests(BrainTestCase):
         assert build.pk in [b.pk for b in build_list_awaiting_review(principal=self.victor)]
         build_promote(actor=self.victor, build=build)
         assert Page.objects.get(path="topics/pricing/owned.md").owner.username == "alice"
+
+    def test_the_approvers_named_can_read_what_the_build_newly_cites(self) -> None:
+        """The requester was told "victor can approve", and victor's approval was blocked: the
+        draft cites a capture he cannot read."""
+        from builds.review import build_approvers
+
+        capture("gdrive/msa", title="MSA")
+        grant_issue(actor=SYSTEM, member=self.alice, path="captures/gdrive/", permission="read")
+        dana = member_create(actor=SYSTEM, username="dana")
+        grant_issue(actor=SYSTEM, member=dana, path="topics/", permission="approve")
+        grant_issue(actor=SYSTEM, member=dana, path="captures/gdrive/", permission="read")
+        build = build_open(actor=self.alice, title="Renewals")
+        build_write_page(
+            build=build, path="topics/pricing/renewals.md",
+            markdown=page_markdown(title="Renewals", sources=["gdrive/msa"]),
+        )  # fmt: skip
+        build = build_submit(actor=self.alice, build=build)
+        assert build_promotion_blockers(build=build, approver=self.victor) == [
+            "topics/pricing/renewals.md: it adds citations of pages or captures you cannot read; "
+            "someone who can must approve it"
+        ]
+        assert build_promotion_blockers(build=build, approver=dana) == []
+        assert build_approvers(build=build, requester=self.alice).names == ["dana"]
 
     def test_restricted_page_needs_a_grant_naming_it(self) -> None:
         publish(DISCOUNT_POLICY, category="pricing", sensitivity="restricted")
