@@ -3,9 +3,6 @@ Notes.MD is no page), and through the operator's import with "unchanged" decided
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 import pytest
 from django.core.exceptions import PermissionDenied
 
@@ -14,20 +11,8 @@ from builds.services import ImportInvalid, build_import
 from corpus.export import corpus_files, corpus_plan, corpus_render, zip_stream
 from grants.principals import SYSTEM
 from grants.services import grant_issue
+from tests.archives import unzip, zip_of
 from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, publish
-
-
-def unzip(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def rezip(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 class ExportRoundTripTests(BrainTestCase):
@@ -47,7 +32,7 @@ class ExportRoundTripTests(BrainTestCase):
         assert any(name.startswith("originals/") for name in files), list(files)
         page = "topics/pricing/price-list.md"
         files[page] = files[page].replace(b"12 EUR", b"13 EUR")
-        return rezip(files)
+        return zip_of(files)
 
     def test_an_export_with_a_markdown_original_goes_back_in(self) -> None:
         """originals/<key>/notes.md is read as a page: the whole re-import is refused."""

@@ -14,6 +14,7 @@ from grants.models import AuditEvent
 from grants.principals import SYSTEM
 from grants.services import grant_issue
 from memory.tokens import api_token_issue
+from tests.archives import zip_of
 from tests.base import DISCOUNT_POLICY, BrainTestCase, capture, page_markdown, publish
 
 
@@ -190,11 +191,7 @@ class ExportTests(BrainTestCase):
         client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
         def upload(tree: dict[str, str]) -> Any:
-            buffer = io.BytesIO()
-            with zipfile.ZipFile(buffer, "w") as archive:
-                for name, text in tree.items():
-                    archive.writestr(name, text)
-            buffer.seek(0)
+            buffer = io.BytesIO(zip_of(tree))
             buffer.name = "corpus.zip"
             return client.post("/api/v1/builds/import", {"archive": buffer})
 
