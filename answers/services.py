@@ -32,7 +32,7 @@ from brain.jobs import enqueue_on_commit, resend_lost
 from brain.leases import lease_claim, lease_expired, lease_finish
 from brain.text.secrets import refuse
 from corpus.models import Page
-from corpus.rendering import heading_anchors
+from corpus.rendering import heading_anchors, rendered_text
 from corpus.search import MAX_QUERY_CHARACTERS, SearchError, search
 from corpus.selectors import page_read
 from grants.models import Member, ServiceAccount
@@ -331,7 +331,13 @@ def extractive(asker: Member | ServiceAccount, text: str) -> Outcome:
         raise Refused("nothing you can read answers this question")
     # Cited best first; quoted in the page's order.
     citations = list(dict.fromkeys(item.citation for item in sorted(best, key=lambda item: -item.score)))
-    answer = " ".join(dict.fromkeys(item.sentence for item in best))
+    # Quoted as a reader of the page sees it: "[price list](pricing/price-list.md)" was shown as
+    # Markdown source, on the web, in Slack and to agents.
+    answer = " ".join(
+        dict.fromkeys(
+            " ".join(rendered_text(item.sentence, page_path=_page_of(item.citation)).split()) for item in best
+        )
+    )
     return Outcome(
         answer=f"{answer}\n\n{EXTRACTIVE_NOTICE}", citations=citations, mode="extractive", retrieved=retrieved
     )

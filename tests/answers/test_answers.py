@@ -240,6 +240,19 @@ class AnswerTests(BrainTestCase):
         # The title carries what the sentence leaves out ("hotel night"): reading it helps.
         assert float(asked @ titled) > float(asked @ bare)
 
+    def test_a_quoted_sentence_reads_as_the_page_shows_it_not_as_markdown(self) -> None:
+        """ "Find the [holiday calendar](calendar.md) on the intranet." was quoted as Markdown source."""
+        publish("topics/people/holidays.md", title="Holidays", body=(
+            "# Holidays\n\n## Calendar\n\nThe office closes for **twelve public holidays** a year; see the "
+            "[holiday calendar](calendar.md) for the dates.\n"
+        ))  # fmt: skip
+        found = extractive(self.bob, "How many public holidays does the office close for?")
+        quoted = found.answer.split("\n\n")[0]
+        assert "twelve public holidays" in quoted
+        assert "](" not in quoted, quoted
+        assert "**" not in quoted, quoted
+        assert "see the holiday calendar for the dates" in quoted
+
     def test_questions_are_validated_and_refused_questions_say_why(self) -> None:
         from django.core.exceptions import ValidationError
 
