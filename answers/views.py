@@ -12,34 +12,54 @@ from django.views.decorators.vary import vary_on_headers
 from answers.models import Question
 from answers.services import as_readable_now, question_ask
 from brain.inputs import typed_back
-from brain.text.secrets import NulRefused, SecretRefused
-from grants.decorators import limited_view, member_required
+from brain.ratelimit import RateLimited, hit
+from brain.text.secrets import NulRefused, SecretRefused, refused
+from grants.decorators import member_required
 from grants.models import Member
 
 
 @require_http_methods(["GET", "POST"])
-@limited_view("ask")
 @member_required
 def ask(request: HttpRequest, member: Member) -> HttpResponseBase:
+    """The Ask page; a question filed goes to its own page. Over the ask rate (the member's one
+    window across the web, MCP, REST and Slack) the form comes back with the question still in
+    it and when to try again — the bare 429 page lost what was typed."""
     problems: list[str] = []
+    status = 400
+    retry_after: int | None = None
     # Search's "ask it as a question" link carries the terms (?q=): the box starts with them.
     typed = typed_back(request.GET).get("q", "")[:1000] if request.method == "GET" else ""
     if request.method == "POST":
         try:
+            hit(principal_key=f"member:{member.pk}", rate_class="ask")
             question = question_ask(actor=member, text=request.POST.get("text", ""))
             return redirect("answers:question", question_id=question.pk)
+        except RateLimited as limited:
+            status, retry_after = 429, limited.retry_after
+            problems = [
+                f"You have asked a lot this minute; ask again in {retry_after} seconds (your question is kept)."
+            ]
+            typed = _printable(request.POST.get("text", ""))
         except (ValidationError, ValueError) as exc:
             problems = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
             # Keep what was typed — unless it was refused for holding a secret or a NUL.
             if not isinstance(exc, SecretRefused | NulRefused):
                 typed = request.POST.get("text", "")
     recent = Question.objects.filter(asker=member).order_by("-created_at")[:10]
-    return render(
+    response = render(
         request,
         "answers/ask.html",
         {"recent": recent, "problems": problems, "typed": typed},
-        status=400 if problems else 200,
+        status=status if problems else 200,
     )
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _printable(typed: str) -> str:
+    """What was typed, to show again: not a secret or a NUL (never echoed into a page)."""
+    return "" if "\x00" in typed or refused(typed) else typed
 
 
 @require_GET

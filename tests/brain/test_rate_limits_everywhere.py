@@ -83,7 +83,12 @@ class CostlyPathsAreLimitedTests(BrainTestCase):
         assert self.client.get("/search?q=discount").status_code == 200
         self.assert_limited(self.client.get("/search?q=renewal"))
         assert self.client.post("/ask", {"text": "Who approves discounts?"}).status_code in (200, 302)
-        self.assert_limited(self.client.post("/ask", {"text": "Who approves refunds?"}))
+        over = self.client.post("/ask", {"text": "Who approves refunds?"})
+        self.assert_limited(over)
+        # The form again, the question still in it (the bare 429 page lost it), and when to retry.
+        page = over.content.decode()
+        assert "Who approves refunds?" in page
+        assert "ask again in" in page
 
     def test_mcp_memory_writes_count_in_the_same_window_as_rest(self) -> None:
         from brain.ratelimit import RateLimited
