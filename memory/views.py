@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.domain import DomainError
 from brain.inputs import typed_back
-from brain.text.secrets import NulRefused, SecretRefused
+from brain.text.secrets import NulRefused, SecretRefused, refused
 from grants.decorators import limited_view, member_required
 from grants.models import Member
 from memory.classify import MemoryInvalid
@@ -53,8 +53,8 @@ def member_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResp
             return view(request, member, *args, **kwargs)
         except Memory.DoesNotExist as exc:
             raise Http404 from exc
-        except REFUSALS as refused:
-            messages.error(request, str(refused) or "You may not do this.")
+        except REFUSALS as refusal:
+            messages.error(request, str(refusal) or "You may not do this.")
             back = request.META.get("HTTP_REFERER", "")
             safe = url_has_allowed_host_and_scheme(
                 back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -78,11 +78,11 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
                 actor=member, content=request.POST.get("content", ""), tags=tags,
                 workspace=request.POST.get("workspace") or None,
             )  # fmt: skip
-        except MemoryInvalid as invalid:
-            # The page as it was, with what was typed (the layer too) beside why not. A refused
-            # secret is never echoed: that path redirects.
+        except (MemoryInvalid, SecretRefused, NulRefused) as invalid:
+            # The page as it was, with what was typed (the layer too) beside why not. A field
+            # holding a refused secret (or a NUL) comes back empty: never echoed into the page.
             messages.error(request, str(invalid))
-            typed = {field: request.POST.get(field, "") for field in ("content", "tags", "workspace")}
+            typed = {field: _printable(request.POST.get(field, "")) for field in ("content", "tags", "workspace")}
             return render(request, "memory/dashboard.html", {**_recent(request, member), "typed": typed}, status=400)
         notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
                  "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
@@ -207,8 +207,8 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
 
 
 def _printable(typed: str) -> str:
-    """What was typed, to show again; a NUL (refused, never stored) is not put in the page."""
-    return "" if "\x00" in typed else typed
+    """What was typed, to show again; a secret or a NUL (refused, never stored) is not put in the page."""
+    return "" if "\x00" in typed or refused(typed) else typed
 
 
 def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpResponseBase:
@@ -232,8 +232,8 @@ def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpRespon
         problems = [str(text) for texts in getattr(invalid, "message_dict", {"": invalid.messages}).values()
                     for text in texts]  # fmt: skip
         problem = "Not proposed: " + "; ".join(problems)
-    except DomainError as refused:  # a path or page document refused: the message names the rule
-        problem = "Not proposed: " + refused.safe_message
+    except DomainError as refusal:  # a path or page document refused: the message names the rule
+        problem = "Not proposed: " + refusal.safe_message
     if problem:
         # The memory's page again, the form open with what was typed (a redirect emptied it);
         # a refused secret is never echoed (SecretRefused goes on to ``member_view``).

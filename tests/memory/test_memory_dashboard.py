@@ -17,6 +17,21 @@ class DashboardTests(TestCase):
         cls.bob = member_create(actor=SYSTEM, username="bob")
         cls.charlie = member_create(actor=SYSTEM, username="charlie", role="admin")
 
+    def test_a_refused_secret_empties_only_its_own_field(self) -> None:
+        """The refusal redirected, and the tags and layer typed beside the secret were gone too."""
+        self.client.force_login(self.alice.user)
+        key = "AKIA" + "QWERTYUIOPASDFGH"
+        answer = self.client.post(
+            "/memory/", {"content": f"deploy key {key}", "tags": "ops, deploys", "workspace": "company"}
+        )
+        assert answer.status_code == 400
+        page = answer.content.decode()
+        assert "refused" in page
+        assert key not in page
+        assert 'value="ops, deploys"' in page
+        assert '<option value="company" selected>' in page
+        assert not Memory.objects.exists()
+
     def test_remember_read_append_share_and_forget_through_the_pages(self) -> None:
         self.client.force_login(self.alice.user)
         created = self.client.post("/memory/", {"content": "Standups are at 9:30 on weekdays.", "tags": "ops, Team"})
