@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from brain.ratelimit import RateLimited, throttled
+from brain.text.secrets import refused
 from grants.decorators import limited_view
 from grants.models import Member
 from memory.models import VaultImport
@@ -42,6 +43,13 @@ def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
     vault name or layer) come back as a message, as everywhere on the dashboard.
     """
     context: dict[str, Any] = {"report": None, "problems": [], "kind": request.POST.get("kind", "")}
+    # What was chosen comes back with a refusal (the vault's name is part of every note's key:
+    # retyped wrong, the next import is another vault). A name holding a secret is not echoed.
+    typed_vault = request.POST.get("vault", "").strip()
+    context["typed"] = {
+        "vault": "" if refused(typed_vault) or "\x00" in typed_vault else typed_vault,
+        "workspace": request.POST.get("workspace", ""),
+    }
     status = 200
     if request.method == "POST":
         upload = request.FILES.get("archive")
@@ -64,8 +72,8 @@ def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
             context["report"] = run_import(
                 actor=member, upload=read, vault=vault, workspace=workspace, charge=import_charge(member)
             )
-        except ImportRefused as refused:
-            context["problems"] = refused.problems
+        except ImportRefused as refusal:
+            context["problems"] = refusal.problems
             status = 400
         except ImportBusy as busy:
             context["problems"] = [str(busy)]

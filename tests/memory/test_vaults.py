@@ -396,9 +396,16 @@ def test_the_import_page_uploads_a_zip_and_shows_the_report(alice: Member) -> No
     assert Memory.objects.get(author=alice, origin="obsidian:Notes/Plants.md").content.startswith("# Plants")
     refused = io.BytesIO(zip_of({"../x.md": "x"}))
     refused.name = "bad.zip"
-    answer = client.post("/memory/import/", {"kind": "obsidian", "archive": refused})
+    answer = client.post(
+        "/memory/import/", {"kind": "obsidian", "archive": refused, "vault": "Work", "workspace": "company"}
+    )
     assert answer.status_code == 400
     assert "unsafe path" in answer.content.decode()
+    # The vault's name (part of every note's key) and its layer come back as chosen.
+    shown_again = answer.content.decode()
+    assert 'id="vault-name"' in shown_again
+    assert 'value="Work"' in shown_again, shown_again[shown_again.find('id="vault-name"') :][:300]
+    assert '<option value="company" selected>shared</option>' in shown_again
     download = client.get("/memory/export/obsidian")
     with zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))) as archive:
         assert len(archive.namelist()) == 6
