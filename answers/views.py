@@ -13,7 +13,7 @@ from answers.models import Question
 from answers.services import as_readable_now, question_ask
 from brain.inputs import typed_back
 from brain.ratelimit import RateLimited, hit
-from brain.text.secrets import NulRefused, SecretRefused, refused
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.decorators import member_required
 from grants.models import Member
 
@@ -39,7 +39,7 @@ def ask(request: HttpRequest, member: Member) -> HttpResponseBase:
             problems = [
                 f"You have asked a lot this minute; ask again in {retry_after} seconds (your question is kept)."
             ]
-            typed = _printable(request.POST.get("text", ""))
+            typed = typed_back(request.POST).get("text", "")
         except (ValidationError, ValueError) as exc:
             problems = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
             # Keep what was typed — unless it was refused for holding a secret or a NUL.
@@ -55,11 +55,6 @@ def ask(request: HttpRequest, member: Member) -> HttpResponseBase:
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
-
-
-def _printable(typed: str) -> str:
-    """What was typed, to show again: not a secret or a NUL (never echoed into a page)."""
-    return "" if "\x00" in typed or refused(typed) else typed
 
 
 @require_GET

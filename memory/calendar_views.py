@@ -52,7 +52,12 @@ def calendars(request: HttpRequest, member: Member) -> HttpResponseBase:
     action = request.POST.get("action", "")
     try:
         if action == "import":
-            _import(request, member)
+            try:
+                _import(request, member)
+            except REFUSALS as refused:
+                # The page again (400, not a redirect to a 200) with the layer as chosen.
+                messages.error(request, str(refused) or "You may not do this.")
+                return _page(request, member, typed=typed_back(request.POST), status=400)
         elif action == "subscribe":
             try:
                 subscription = calendar_subscribe(

@@ -12,8 +12,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from brain.inputs import typed_back
 from brain.ratelimit import RateLimited, throttled
-from brain.text.secrets import refused
 from grants.decorators import limited_view
 from grants.models import Member
 from memory.models import VaultImport
@@ -45,11 +45,8 @@ def import_page(request: HttpRequest, member: Member) -> HttpResponseBase:
     context: dict[str, Any] = {"report": None, "problems": [], "kind": request.POST.get("kind", "")}
     # What was chosen comes back with a refusal (the vault's name is part of every note's key:
     # retyped wrong, the next import is another vault). A name holding a secret is not echoed.
-    typed_vault = request.POST.get("vault", "").strip()
-    context["typed"] = {
-        "vault": "" if refused(typed_vault) or "\x00" in typed_vault else typed_vault,
-        "workspace": request.POST.get("workspace", ""),
-    }
+    shown = typed_back(request.POST)
+    context["typed"] = {"vault": shown.get("vault", "").strip(), "workspace": shown.get("workspace", "")}
     status = 200
     if request.method == "POST":
         upload = request.FILES.get("archive")

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from brain.domain import DomainError
 from brain.inputs import typed_back
-from brain.text.secrets import NulRefused, SecretRefused, refused
+from brain.text.secrets import NulRefused, SecretRefused
 from grants.decorators import limited_view, member_required
 from grants.models import Member
 from memory.classify import MemoryInvalid
@@ -82,7 +82,8 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponseBase:
             # The page as it was, with what was typed (the layer too) beside why not. A field
             # holding a refused secret (or a NUL) comes back empty: never echoed into the page.
             messages.error(request, str(invalid))
-            typed = {field: _printable(request.POST.get(field, "")) for field in ("content", "tags", "workspace")}
+            shown = typed_back(request.POST)
+            typed = {field: shown.get(field, "") for field in ("content", "tags", "workspace")}
             return render(request, "memory/dashboard.html", {**_recent(request, member), "typed": typed}, status=400)
         notes = {"stored": "Remembered.", "flagged": "Remembered — it looks like one you already have.",
                  "duplicate": "You already had this memory: nothing new was stored."}  # fmt: skip
@@ -206,11 +207,6 @@ def act(request: HttpRequest, member: Member, memory_id: str, action: str) -> Ht
     return redirect("memory:detail", memory_id=memory.pk)
 
 
-def _printable(typed: str) -> str:
-    """What was typed, to show again; a secret or a NUL (refused, never stored) is not put in the page."""
-    return "" if "\x00" in typed or refused(typed) else typed
-
-
 def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpResponseBase:
     """Open a build proposing the shared memory as a page (or a section of one); show the build."""
     from corpus.models import Page
@@ -238,7 +234,8 @@ def _propose(request: HttpRequest, member: Member, memory: Memory) -> HttpRespon
         # The memory's page again, the form open with what was typed (a redirect emptied it);
         # a refused secret is never echoed (SecretRefused goes on to ``member_view``).
         messages.error(request, problem)
-        typed = {"action": "propose", "path": _printable(path), "title": _printable(request.POST.get("title", "")),
+        shown = typed_back(request.POST)
+        typed = {"action": "propose", "path": shown.get("path", "").strip(), "title": shown.get("title", ""),
                  "mode": "append" if request.POST.get("mode") == "append" else "new"}  # fmt: skip
         return render(request, "memory/detail.html", _detail_context(member, memory, typed), status=400)
     messages.success(request, "A build with the draft page is open: review the diff, then submit it for review.")

@@ -503,8 +503,12 @@ class CalendarSurfaceTests(TestCase):
         assert "0 stored, 0 updated, 3 unchanged" in self.client.get("/memory/calendars/").content.decode()
 
         broken = SimpleUploadedFile("notes.ics", b"just some notes", content_type="text/calendar")
-        refused = self.client.post("/memory/calendars/", {"action": "import", "file": broken}, follow=True)
-        assert "the file is not iCalendar" in refused.content.decode()
+        refused = self.client.post("/memory/calendars/", {"action": "import", "file": broken, "workspace": "company"})
+        # The page again as a refusal (it redirected to a 200), the layer as chosen.
+        assert refused.status_code == 400
+        page = refused.content.decode()
+        assert "the file is not iCalendar" in page
+        assert page.count('<option value="company" selected>') == 1  # the import form's, not the subscription's
 
     def test_the_page_needs_a_signed_in_member_and_csrf(self) -> None:
         assert self.client.get("/memory/calendars/").status_code == 302  # to sign in
