@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils.http import MAX_URL_LENGTH
 from django.views.decorators.http import require_http_methods
 
+from brain.inputs import typed_back
 from brain.text.secrets import NulRefused, SecretRefused
 from grants.decorators import limited_view
 from grants.models import Member
@@ -225,8 +226,8 @@ def _capture(request: HttpRequest, member: Member) -> HttpResponseBase:
     A save redirects to ``?saved=<id>&outcome=<outcome>`` (post, redirect, get: a reload
     stores nothing twice), which shows "Saved" or "Already remembered" with a link to the
     memory — a memory the person cannot see is a 404, like a missing one. A refused input
-    re-shows the form with the message and what was typed, except after a refused secret:
-    that is never echoed back, so the fields are emptied.
+    re-shows the form with the message and what was typed, except a field holding a refused
+    secret: that is never echoed back, so that field is emptied.
     """
     defaults = capture_defaults(member)
     if request.method == "GET" and request.GET.get("saved"):
@@ -247,8 +248,12 @@ def _capture(request: HttpRequest, member: Member) -> HttpResponseBase:
         )  # fmt: skip
     except MemoryInvalid as invalid:
         return _form(request, member, typed, error=str(invalid), status=400)
-    except (SecretRefused, NulRefused) as refused:
-        emptied = CaptureInput(url="", title="", text="", tags="", workspace=typed.workspace)
-        return _form(request, member, emptied, error=str(refused), status=400)
+    except (SecretRefused, NulRefused) as refusal:
+        # Only a field holding what was refused is emptied (``typed_back``): the URL, title and
+        # tags beside a pasted key were lost with it.
+        shown = typed_back({"url": typed.url, "title": typed.title, "text": typed.text, "tags": typed.tags})
+        kept = CaptureInput(url=shown.get("url", ""), title=shown.get("title", ""), text=shown.get("text", ""),
+                            tags=shown.get("tags", ""), workspace=typed.workspace)  # fmt: skip
+        return _form(request, member, kept, error=str(refusal), status=400)
     query = urlencode({"saved": str(result.memory.pk), "outcome": result.outcome})
     return redirect(f"{reverse('memory:capture')}?{query}")

@@ -100,11 +100,15 @@ class CapturePageTests(TestCase):
 
     def test_a_refused_secret_is_named_but_never_echoed(self) -> None:
         key = "AKIA" + "Q" * 16
-        status, _, html = self.post(selection=f"the deploy key is {key}")
+        status, _, html = self.post(selection=f"the deploy key is {key}", tags="ops, deploys")
         assert status == 400
         assert "refused" in html
         assert key not in html
         assert not Memory.objects.exists()
+        # Only the field holding it is emptied: the URL, title and tags come back as typed.
+        assert f'value="{ARTICLE}"' in html
+        assert 'value="Release train"' in html
+        assert 'value="ops, deploys"' in html
 
     def test_signing_in_is_required_and_another_members_memory_is_a_404(self) -> None:
         self.client.logout()
