@@ -23,6 +23,7 @@ from memory.models import Memory, MemoryLink
 from memory.services import memory_link, memory_remember
 from memory.tokens import api_token_issue
 from memory.vaults import ImportRefused, notion_import, obsidian_files, obsidian_import
+from tests.archives import zip_of
 
 pytestmark = pytest.mark.django_db
 
@@ -62,14 +63,6 @@ def zip_folder(root: Path) -> bytes:
         for path in sorted(root.rglob("*")):
             if path.is_file():
                 archive.write(path, path.relative_to(root).as_posix())
-    return buffer.getvalue()
-
-
-def zip_of(files: dict[str, str | bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
     return buffer.getvalue()
 
 
