@@ -506,9 +506,9 @@ class CalendarSurfaceTests(TestCase):
         refused = self.client.post("/memory/calendars/", {"action": "import", "file": broken, "workspace": "company"})
         # The page again as a refusal (it redirected to a 200), the layer as chosen.
         assert refused.status_code == 400
-        page = refused.content.decode()
-        assert "the file is not iCalendar" in page
-        assert page.count('<option value="company" selected>') == 1  # the import form's, not the subscription's
+        again_shown = refused.content.decode()
+        assert "the file is not iCalendar" in again_shown
+        assert again_shown.count('<option value="company" selected>') == 1  # the import form's, not the subscription's
 
     def test_the_page_needs_a_signed_in_member_and_csrf(self) -> None:
         assert self.client.get("/memory/calendars/").status_code == 302  # to sign in
