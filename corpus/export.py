@@ -32,6 +32,7 @@ from typing import Any, NamedTuple, Protocol
 import yaml
 
 from brain.text.secrets import redact
+from corpus.frontmatter import frontmatter_text
 from corpus.models import Figure, Page, Revision, Source
 from corpus.selectors import ReferenceFilter, frontmatter_references
 from corpus.services import document_from_revision
@@ -233,9 +234,7 @@ def written_by_export(path: str, markdown: str) -> bool:
     as pages). An export edited and imported again brings them along; they are passed over."""
     if path == "README.md" and markdown.startswith(README_HEADING):
         return True
-    if not markdown.startswith("---\n"):
-        return False
-    header = markdown[4:].split("\n---", 1)[0]
+    header = frontmatter_text(markdown)  # the page parser's own split ("" without a block)
     keys = {line.split(":", 1)[0] for line in header.splitlines() if ":" in line and not line.startswith(" ")}
     return all(key in keys for key in _CAPTURE_KEYS) and "type" not in keys
 

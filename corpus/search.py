@@ -204,6 +204,11 @@ _OPERATOR = re.compile(r'(?<!\S)-?"[^"]*(?:"|$)|(?<!\S)-[^\s"]+')
 _OR = re.compile(r"(?<!\S)or(?!\S)", re.IGNORECASE)
 
 
+def without_exclusions(query: str) -> str:
+    """``query`` with its -words and -"phrases" taken out: what it asks for."""
+    return _OPERATOR.sub(lambda match: " " if match.group(0).startswith("-") else match.group(0), query)
+
+
 def has_operators(query: str) -> bool:
     """Whether ``query`` quotes a phrase or excludes a term."""
     return bool(_OPERATOR.search(lexical.latin_part(query)))

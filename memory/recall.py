@@ -38,7 +38,7 @@ from brain import embeddings, fusion
 from brain.vector_scan import ScanRule, hnsw_settings_sql
 from brain.vectors import current_model_q
 from corpus.lexical import normalise
-from corpus.search import operators_sql, query_embedding, tsquery_sql
+from corpus.search import operators_sql, query_embedding, tsquery_sql, without_exclusions
 from grants.models import Member
 from memory.classify import MemoryInvalid, tag_as_stored
 from memory.models import Kind, Memory, MemoryLink, Status, Volatility, Workspace
@@ -319,12 +319,9 @@ def memory_recall(
     return response
 
 
-_EXCLUDED = re.compile(r'(?<!\S)-(?:"[^"]*(?:"|$)|[^\s"]+)')  # a -word or -"phrase" (websearch's)
-
-
 def _sought(text: str) -> bool:
-    """Whether ``text`` asks for something: a word outside its exclusions."""
-    return bool(re.search(r"\w", _EXCLUDED.sub(" ", text)))
+    """Whether ``text`` asks for something: a word outside its exclusions (search's reading)."""
+    return bool(re.search(r"\w", without_exclusions(text)))
 
 
 def _expand(actor: Member, results: list[Recalled], hops: int, base: Any, *, limit: int) -> list[Recalled]:
